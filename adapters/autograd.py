@@ -1,0 +1,1 @@
+"""placeholder: adapter arrives with its issue."""

@@ -1,0 +1,156 @@
+"""The Adapter contract: how a framework plugs in. See docs/adapters.md for a complete example.
+
+An adapter never imports its framework at module import time: `adcompare list` and the parent process stay
+framework-free, and each framework is imported inside the worker process that runs its cells.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import ModuleType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .problem import Problem
+
+
+class Support(str, Enum):
+    NATIVE = "native"  # the framework's own transform
+    EMULATED = "emulated"  # built by adcompare from other pieces (e.g. a Python loop); labelled in the report
+    UNSUPPORTED = "unsupported"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Capability:
+    """Whether an adapter can run an operator in a variant, and how: the algorithm in a few words."""
+
+    support: Support
+    algorithm: str = ""
+    reason: str = ""  # why unsupported, or why emulated
+
+    @classmethod
+    def native(cls, algorithm: str) -> "Capability":
+        return cls(Support.NATIVE, algorithm)
+
+    @classmethod
+    def emulated(cls, algorithm: str, reason: str = "") -> "Capability":
+        return cls(Support.EMULATED, algorithm, reason)
+
+    @classmethod
+    def unsupported(cls, reason: str) -> "Capability":
+        return cls(Support.UNSUPPORTED, "", reason)
+
+    @property
+    def supported(self) -> bool:
+        return self.support is not Support.UNSUPPORTED
+
+
+@dataclass(frozen=True)
+class Availability:
+    installed: bool
+    version: str | None = None
+    reason: str = ""  # why not installed/usable
+
+
+@dataclass(frozen=True)
+class CellInputs:
+    """NumPy inputs of one cell, already in the cell's dtype. The adapter converts and places them."""
+
+    wrt: np.ndarray
+    constants: Mapping[str, np.ndarray]  # includes the batch argument unless the operator is per-example
+    batch: np.ndarray | None  # the batch argument for per-example operators, else None
+    tangent: np.ndarray | None  # v for jvp/hvp
+    cotangent: np.ndarray | None  # u for vjp
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything `Adapter.prepare` needs to build one cell's callable."""
+
+    problem: Problem
+    operator: str
+    variant: str
+    device: str
+    dtype: str
+    inputs: CellInputs
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A prepared cell: `run()` evaluates the operator once and returns the framework's (unsynced) result."""
+
+    run: Callable[[], Any]
+    compile_seconds: float | None = None  # measured inside prepare, ahead of time, when the framework allows
+    compile_method: str = ""  # how compile_seconds was obtained, e.g. "ahead of time: jit.lower().compile()"
+    details: Mapping[str, Any] = field(default_factory=dict)  # recompiles, cache state, … (JSON-able)
+    after_first_call: Callable[[], Mapping[str, Any]] | None = None  # extra details gathered after the first call
+
+
+class Adapter(ABC):
+    """Base class for framework adapters. Subclass, fill in the abstract methods, register via a hook."""
+
+    name: ClassVar[str]
+    distribution: ClassVar[str]  # the pip distribution whose version is reported, e.g. "jax"
+    module: ClassVar[str]  # the importable module, e.g. "jax"
+    variants: ClassVar[Mapping[str, str]] = {"eager": "op-by-op", "compiled": "compiled"}
+    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+
+    def available(self) -> Availability:
+        """Installed and importable, found without importing the framework."""
+        if importlib.util.find_spec(self.module) is None:
+            return Availability(False, None, f"{self.module} is not installed; pip install 'adcompare[{self.name}]'")
+        try:
+            version = importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        return Availability(True, version)
+
+    def setup(self, *, dtype: str, device: str, threads: int) -> None:
+        """Called once in the worker before any cell: import the framework, apply dtype/thread/device policy."""
+
+    def device_unavailable(self, device: str) -> str | None:
+        """None when `device` can run here, else why not. Called in the worker (may import the framework)."""
+        return None if device == "cpu" else f"{self.name}: device {device!r} is not supported by this adapter"
+
+    def device_name(self, device: str) -> str:
+        """A human name for the device actually used (e.g. the GPU model)."""
+        return device
+
+    @abstractmethod
+    def namespace(self) -> ModuleType:
+        """The Array API namespace handed to problems as `xp`."""
+
+    @abstractmethod
+    def capability(self, operator: str, variant: str) -> Capability:
+        """Declared support and algorithm for `operator` in `variant`. Must not import the framework."""
+
+    @abstractmethod
+    def prepare(self, request: Request) -> Prepared:
+        """Place inputs, apply the transform, compile if the variant asks for it."""
+
+    def sync(self, out: Any) -> None:
+        """Block until `out` is computed (inside the timed region)."""
+
+    @abstractmethod
+    def to_numpy(self, out: Any) -> np.ndarray:
+        """The result as a NumPy array, keeping its dtype."""
+
+    def reset_peak_device_memory(self, device: str) -> None:
+        """Reset the framework's device peak-memory counter, where it has one."""
+
+    def peak_device_memory(self, device: str) -> int | None:
+        """Peak device bytes since the last reset, or None where the framework does not expose it."""
+        return None
+
+    def versions(self) -> dict[str, str]:
+        """Versions worth recording in provenance (framework and its runtime pieces)."""
+        avail = self.available()
+        return {self.distribution: avail.version or "unknown"}

@@ -1,0 +1,57 @@
+"""One error base class carrying the process exit code; subclasses per kind of failure."""
+from __future__ import annotations
+
+
+class AdcompareError(Exception):
+    """Base of every error adcompare raises on purpose; the CLI prints it as one line and exits with `exit_code`."""
+
+    exit_code = 1
+
+
+class UsageError(AdcompareError):
+    """The user asked for something that does not exist or does not fit (exit 2)."""
+
+    exit_code = 2
+
+
+class ProblemDefinitionError(UsageError):
+    """A problem definition is invalid; raised when it is declared or registered."""
+
+
+class UnknownNameError(UsageError):
+    """A name (problem, adapter, operator, …) matched nothing; the message suggests the closest one."""
+
+
+class ResultsFileError(UsageError):
+    """A file is not adcompare results, or has a schema this version cannot read."""
+
+
+class PluginError(AdcompareError):
+    """A plugin could not be loaded; recorded against the plugin, the rest keep working."""
+
+
+class RequiredFrameworkMissing(AdcompareError):
+    """ADCOMPARE_REQUIRE names a framework that is not installed or not usable."""
+
+
+class UnsupportedOperation(AdcompareError):
+    """An adapter was asked for an operator/variant/device it declared unsupported; the message is the reason."""
+
+
+class CellFailure(AdcompareError):
+    """A cell failed in a way the adapter recognised (e.g. a graph break under a compiler)."""
+
+
+def closest(name: str, candidates) -> str:
+    """A ' (did you mean X?)' suffix for unknown-name messages, or '' when nothing is close."""
+    import difflib
+
+    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def unknown(kind: str, name: str, candidates) -> UnknownNameError:
+    candidates = sorted(candidates)
+    return UnknownNameError(
+        f"unknown {kind} {name!r}{closest(name, candidates)}; valid: {', '.join(candidates) or 'none'}"
+    )

@@ -1,0 +1,28 @@
+"""Every `adcompare_*` hook. Plugins implement them with `@adcompare.hookimpl`."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pluggy
+
+PROJECT = "adcompare"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def adcompare_adapters() -> Iterable["adcompare.Adapter"]:  # noqa: F821
+    """Return adapter instances. Called once when the plugin manager is built, in the parent and in workers."""
+
+
+@hookspec
+def adcompare_problems() -> Iterable["adcompare.problem.Problem"]:  # noqa: F821
+    """Return problems (or `@problem` definitions). Called once when the plugin manager is built."""
+
+
+@hookspec
+def adcompare_report_sections(results) -> Iterable[tuple[str, str]]:
+    """Return extra report sections as (title, html) pairs; `results` is the loaded `Results`.
+
+    The html is inserted as is: escape anything that did not come from your own code.
+    """

@@ -1,0 +1,26 @@
+"""The seeded NumPy inputs of one cell: problem inputs plus the tangent/cotangent every adapter shares."""
+from __future__ import annotations
+
+import numpy as np
+
+from .adapter import CellInputs
+from .operators import spec
+from .problem import Problem, Size, output_shape
+
+SEED = 0
+VECTOR_SEED = 1234
+
+
+def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: int = SEED) -> CellInputs:
+    """Same seed, same arrays in every worker and on every machine, so cells are comparable."""
+    values = problem.inputs(size, dtype, seed)
+    wrt = values.pop(problem.wrt)
+    op = spec(operator)
+    batch = values.pop(problem.batch) if op.per_example else None
+    rng = np.random.default_rng(VECTOR_SEED)
+    tangent = cotangent = None
+    if op.takes == "tangent":
+        tangent = rng.standard_normal(np.shape(wrt)).astype(dtype)
+    elif op.takes == "cotangent":
+        cotangent = np.asarray(rng.standard_normal(output_shape(problem, size))).astype(dtype)
+    return CellInputs(wrt=wrt, constants=values, batch=batch, tangent=tangent, cotangent=cotangent)

@@ -1,0 +1,120 @@
+"""A measurement: one cell's outcome — status, derivative check, timings, memory and the error text."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from .cell import Cell
+from .status import Status
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call. `samples` holds one per-call time per block of `number` calls (raw, kept)."""
+
+    samples: tuple[float, ...]
+    number: int
+    first_call: float
+    compile: float | None = None
+    compile_method: str = ""  # "ahead of time: …", "first call minus steady state", or "" (eager)
+    warmup_calls: int = 0
+    total_seconds: float = 0.0  # time spent measuring this cell
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.samples))
+
+    @property
+    def iqr(self) -> float:
+        q1, q3 = np.percentile(self.samples, [25, 75])
+        return float(q3 - q1)
+
+    @property
+    def min(self) -> float:
+        return float(min(self.samples))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples"] = list(self.samples)
+        data.update(median=self.median, iqr=self.iqr, min=self.min)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Timing":
+        names = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in data.items() if k in names}
+        kept["samples"] = tuple(kept["samples"])
+        return cls(**kept)
+
+
+@dataclass(frozen=True)
+class Check:
+    """How the cell's derivative compares with the float64 reference (see check.py for the measure)."""
+
+    error: float | None  # worst scaled relative error vs the reference; None when not compared
+    tolerance: float
+    reference_method: str  # e.g. "central differences (full Jacobian)", "exact (value)"
+    adjoint_error: float | None = None  # |⟨u, Jv⟩ − ⟨Jᵀu, v⟩| scaled, where jvp and vjp both exist
+    projection: float | None = None  # seeded scalar uᵀ·result·v-style fingerprint for pairwise comparison
+    output_dtype: str = ""
+    dtype_drift: bool = False  # result dtype differs from the cell's dtype (reported, not cast away)
+    nonfinite: bool = False
+    pairwise_error: float | None = None  # filled by the parent when other adapters ran the same cell
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Check":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Measurement:
+    cell: Cell
+    status: Status
+    message: str = ""
+    support: str = ""  # native / emulated / unsupported
+    algorithm: str = ""
+    timing: Timing | None = None
+    check: Check | None = None
+    host_peak_bytes: int | None = None
+    device_peak_bytes: int | None = None
+    device_name: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cell": self.cell.to_json(),
+            "key": self.cell.key,
+            "selector": self.cell.selector,
+            "status": self.status.value,
+            "message": self.message,
+            "support": self.support,
+            "algorithm": self.algorithm,
+            "timing": self.timing.to_json() if self.timing else None,
+            "check": self.check.to_json() if self.check else None,
+            "host_peak_bytes": self.host_peak_bytes,
+            "device_peak_bytes": self.device_peak_bytes,
+            "device_name": self.device_name,
+            "details": self.details,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Measurement":
+        return cls(
+            cell=Cell.from_json(data["cell"]),
+            status=Status(data["status"]),
+            message=data.get("message", ""),
+            support=data.get("support", ""),
+            algorithm=data.get("algorithm", ""),
+            timing=Timing.from_json(data["timing"]) if data.get("timing") else None,
+            check=Check.from_json(data["check"]) if data.get("check") else None,
+            host_peak_bytes=data.get("host_peak_bytes"),
+            device_peak_bytes=data.get("device_peak_bytes"),
+            device_name=data.get("device_name", ""),
+            details=data.get("details") or {},
+        )

@@ -1,0 +1,149 @@
+"""The plugin manager: hookspecs, then the `adcompare` entry-point group, then `--plugin` files or modules.
+
+Built-in adapters and problems are entry points of this package in the same group a third party uses. A plugin
+that fails to import, whose hook raises, or that returns a name already taken is recorded as broken with the
+reason; everything else keeps loading.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pluggy
+
+from . import hookspecs
+from .adapter import Adapter
+from .errors import ProblemDefinitionError, UsageError, unknown
+from .problem import Problem, ProblemDefinition, problems_in
+
+ENTRY_POINT_GROUP = "adcompare"
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Everything the loaded plugins provide; `plugins` are the `--plugin` specs workers must load again."""
+
+    adapters: Mapping[str, Adapter]
+    problems: Mapping[str, Problem]
+    broken: tuple[BrokenPlugin, ...]
+    plugins: tuple[str, ...]
+    manager: pluggy.PluginManager
+
+    def adapter(self, name: str) -> Adapter:
+        if name not in self.adapters:
+            raise unknown("adapter", name, self.adapters)
+        return self.adapters[name]
+
+    def problem(self, name: str) -> Problem:
+        if name not in self.problems:
+            raise unknown("problem", name, self.problems)
+        return self.problems[name]
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+
+
+def import_plugin(spec: str) -> ModuleType:
+    """Import a `--plugin` argument: a path to a .py file, or a dotted module name."""
+    path = Path(spec)
+    if spec.endswith(".py") or path.exists():
+        if not path.is_file():
+            raise UsageError(f"--plugin {spec!r}: no such file; give a path to a .py file or a module name")
+        module_name = f"adcompare_plugin_{abs(hash(str(path.resolve())))}"
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except ProblemDefinitionError:
+            raise
+        except Exception as exc:
+            del sys.modules[module_name]
+            raise UsageError(f"--plugin {spec!r} failed to import: {_describe(exc)}") from exc
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"--plugin {spec!r}: no such file or module ({exc}); check the path or PYTHONPATH") from exc
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+
+
+@functools.lru_cache(maxsize=None)
+def load(plugins: tuple[str, ...] = ()) -> Registry:
+    """Build the registry from entry points and `plugins`; cached per plugin list."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    broken: list[BrokenPlugin] = []
+    extra_problems: dict[str, list[Problem]] = {}
+
+    for ep in _entry_points():
+        try:
+            module = ep.load()
+            pm.register(module, name=ep.name)
+        except Exception as exc:  # a third party's import error must not take the rest down
+            broken.append(BrokenPlugin(ep.name, f"import failed: {_describe(exc)}"))
+    for spec in plugins:
+        module = import_plugin(spec)
+        if pm.is_registered(module):
+            continue
+        pm.register(module, name=spec)
+        extra_problems[spec] = problems_in(module)
+
+    adapters: dict[str, Adapter] = {}
+    problems: dict[str, Problem] = {}
+
+    def add(kind: str, table: dict, item, owner: str) -> None:
+        key = item.name
+        if key in table:
+            if table[key] is item or (kind == "problem" and table[key].function is item.function):
+                return
+            broken.append(BrokenPlugin(owner, f"{kind} name {key!r} is already taken; rename it"))
+            return
+        table[key] = item
+
+    for hook_name, kind, table in (("adcompare_adapters", "adapter", adapters),
+                                   ("adcompare_problems", "problem", problems)):
+        for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):  # registration order
+            owner = impl.plugin_name
+            try:
+                items = list(impl.function() or ())
+                if kind == "problem":
+                    items = [i.build() if isinstance(i, ProblemDefinition) else i for i in items]
+                bad = [i for i in items if not isinstance(i, Adapter if kind == "adapter" else Problem)]
+                if bad:
+                    raise TypeError(f"{hook_name} returned {bad[0]!r}, not an {kind.capitalize()}")
+            except ProblemDefinitionError as exc:
+                if owner in plugins:
+                    raise
+                broken.append(BrokenPlugin(owner, str(exc)))
+                continue
+            except Exception as exc:
+                if owner in plugins:
+                    raise UsageError(f"--plugin {owner!r}: {hook_name} raised {_describe(exc)}") from exc
+                broken.append(BrokenPlugin(owner, f"{hook_name} raised {_describe(exc)}"))
+                continue
+            for item in items:
+                add(kind, table, item, owner)
+    for owner, found in extra_problems.items():
+        for item in found:
+            add("problem", problems, item, owner)
+    return Registry(adapters, problems, tuple(broken), tuple(plugins), pm)

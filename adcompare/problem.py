@@ -1,0 +1,269 @@
+"""Problems: a function written once against the Array API namespace `xp`, plus a seeded input generator.
+
+A problem function takes its differentiated argument (`wrt`), optionally a batch argument for the per-example
+operators, and constants, all by name, plus the namespace as keyword-only `xp`. Rules for authors (each one was
+learned the hard way on a real framework, see docs/problems.md): pass `dtype=x.dtype` and `device=x.device` to
+every array-creation call; no negative-step slices; no list indexing; no `.mT`.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import ProblemDefinitionError
+
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True, order=True)
+class Size:
+    """A named set of dimensions, e.g. n=10000 or n=10, p=256, o=5 (order as declared)."""
+
+    dims: tuple[tuple[str, int], ...]
+
+    @property
+    def label(self) -> str:
+        return "-".join(f"{k}{v}" for k, v in self.dims)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.dims)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def grid(**axes: Iterable[int]) -> list[dict[str, int]]:
+    """Every combination of the given dimension values: grid(n=[5, 10], p=[8, 16]) gives four sizes."""
+    names = list(axes)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(list(v) for v in axes.values()))]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A validated problem; built by `@problem` plus `.inputs`, never by hand."""
+
+    name: str
+    function: Callable[..., Any]
+    wrt: str
+    batch: str | None
+    sizes: tuple[Size, ...]
+    generator: Callable[..., Mapping[str, np.ndarray]]
+    tags: tuple[str, ...] = ()
+    description: str = ""
+    operators: tuple[str, ...] | None = None  # None: every operator the output shape admits
+    complex_step_safe: bool = False
+    compilable: bool = True  # False: data-dependent Python control flow; a compiler must fail it
+    source: str = ""
+
+    def size(self, label: str) -> Size:
+        for s in self.sizes:
+            if s.label == label:
+                return s
+        from .errors import unknown
+
+        raise unknown(f"size of problem {self.name!r}", label, [s.label for s in self.sizes])
+
+    def inputs(self, size: Size, dtype: str, seed: int = 0) -> dict[str, np.ndarray]:
+        """The seeded inputs at `size`; floating arrays cast to `dtype`, others untouched."""
+        rng = np.random.default_rng(seed)
+        raw = self.generator(rng, **size.as_dict())
+        return {k: _cast(v, dtype) for k, v in raw.items()}
+
+    def bind(self, xp: ModuleType, constants: Mapping[str, Any]) -> Callable[..., Any]:
+        """f(wrt) with constants bound, or f(wrt, example) when the batch argument is left free.
+
+        The free arguments are positional because JAX's and torch.func's vmap treat keywords differently.
+        """
+        fn, wrt, batch = self.function, self.wrt, self.batch
+        positional = _positional_only(fn)
+
+        def call(values: dict[str, Any]) -> Any:
+            args = [values.pop(name) for name in positional]
+            return fn(*args, **values, xp=xp)
+
+        if batch is not None and batch not in constants:
+            return lambda w, example: call({wrt: w, batch: example, **constants})
+        return lambda w: call({wrt: w, **constants})
+
+
+def _positional_only(fn: Callable[..., Any]) -> tuple[str, ...]:
+    params = inspect.signature(fn).parameters.values()
+    return tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
+
+
+def _cast(value: Any, dtype: str) -> Any:
+    array = np.asarray(value)
+    if np.issubdtype(array.dtype, np.floating):
+        return array.astype(dtype)
+    return value
+
+
+class ProblemDefinition:
+    """What `@problem` returns: the function plus its options, waiting for `.inputs` to become a `Problem`."""
+
+    def __init__(self, function: Callable[..., Any], options: dict[str, Any]):
+        self.function = function
+        self.options = options
+        self.generator: Callable[..., Mapping[str, np.ndarray]] | None = None
+        self.__doc__ = function.__doc__
+        self.__name__ = options["name"]
+        self.__wrapped__ = function
+
+    def __repr__(self) -> str:
+        return f"<problem {self.__name__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def inputs(self, generator: Callable[..., Mapping[str, np.ndarray]]):
+        """Register the seeded input generator `(rng, **dims) -> {argument: ndarray}`."""
+        name = self.__name__
+        params = inspect.signature(generator).parameters
+        dims = {d for s in self.options["sizes"] for d, _ in s.dims}
+        if "rng" not in params:
+            raise ProblemDefinitionError(
+                f"problem {name!r}: input generator {generator.__name__!r} must take 'rng' first; "
+                f"write def _(rng, {', '.join(sorted(dims))})"
+            )
+        missing = dims - set(params)
+        if missing:
+            raise ProblemDefinitionError(
+                f"problem {name!r}: input generator lacks the size argument(s) {sorted(missing)}; "
+                f"add them to its parameters"
+            )
+        self.generator = generator
+        return generator
+
+    def build(self) -> Problem:
+        name = self.__name__
+        if self.generator is None:
+            raise ProblemDefinitionError(
+                f"problem {name!r} has no input generator; add one with @{name}.inputs"
+            )
+        o = self.options
+        return Problem(
+            name=name,
+            function=self.function,
+            wrt=o["wrt"],
+            batch=o["batch"],
+            sizes=o["sizes"],
+            generator=self.generator,
+            tags=o["tags"],
+            description=inspect.cleandoc(self.function.__doc__ or ""),
+            operators=o["operators"],
+            complex_step_safe=o["complex_step_safe"],
+            compilable=o["compilable"],
+            source=f"{self.function.__module__}.{self.function.__qualname__}",
+        )
+
+
+def _sizes(name: str, sizes: Any) -> tuple[Size, ...]:
+    if isinstance(sizes, Mapping) or isinstance(sizes, (int, str)) or not sizes:
+        raise ProblemDefinitionError(
+            f"problem {name!r}: sizes must be a non-empty list of ints or dicts (e.g. sizes=[10, 100] or "
+            f"sizes=grid(n=[5, 10], p=[8])), got {sizes!r}"
+        )
+    out = []
+    for s in sizes:
+        dims = {"n": s} if isinstance(s, int) and not isinstance(s, bool) else s
+        if not isinstance(dims, Mapping) or not dims or not all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, int) and not isinstance(v, bool) and v > 0
+            for k, v in dims.items()
+        ):
+            raise ProblemDefinitionError(
+                f"problem {name!r}: bad size {s!r}; a size is a positive int or a dict of positive ints "
+                f"such as {{'n': 10, 'p': 256}}"
+            )
+        out.append(Size(tuple(dims.items())))
+    keys = {tuple(k for k, _ in s.dims) for s in out}
+    if len(keys) > 1:
+        raise ProblemDefinitionError(f"problem {name!r}: every size must name the same dimensions, got {sorted(keys)}")
+    return tuple(out)
+
+
+def problem(
+    function: Callable[..., Any] | None = None,
+    *,
+    sizes: Any,
+    wrt: str,
+    batch: str | None = None,
+    tags: Iterable[str] = (),
+    name: str | None = None,
+    operators: Iterable[str] | None = None,
+    complex_step_safe: bool = False,
+    compilable: bool = True,
+):
+    """Declare a problem. Use as a decorator, then attach inputs with `@<name>.inputs`.
+
+    sizes: list of ints (dimension `n`) or dicts of named dimensions, e.g. `grid(n=[5, 10], p=[8, 16])`.
+    wrt: the argument differentiated. batch: the argument whose leading axis the per-example operators map over.
+    operators: restrict to these operators (default: every one the output shape admits).
+    complex_step_safe: the function is holomorphic where used, so the reference may use the complex step.
+    compilable: False when the function has data-dependent Python control flow (compilers must fail it).
+    """
+
+    def decorate(fn: Callable[..., Any]) -> ProblemDefinition:
+        pname = name or fn.__name__
+        params = inspect.signature(fn).parameters
+        if "xp" not in params or params["xp"].kind is not inspect.Parameter.KEYWORD_ONLY:
+            raise ProblemDefinitionError(
+                f"problem {pname!r}: the function must take the array namespace as keyword-only 'xp' "
+                f"(def {fn.__name__}(..., *, xp))"
+            )
+        for role, arg in (("wrt", wrt), ("batch", batch)):
+            if arg is not None and (arg not in params or arg == "xp"):
+                raise ProblemDefinitionError(
+                    f"problem {pname!r}: {role}={arg!r} is not a parameter of {fn.__name__}; "
+                    f"choose one of {[p for p in params if p != 'xp']}"
+                )
+        if batch is not None and batch == wrt:
+            raise ProblemDefinitionError(f"problem {pname!r}: batch and wrt must be different arguments")
+        if operators is not None:
+            from .operators import OPERATORS
+
+            bad = [o for o in operators if o not in OPERATORS]
+            if bad:
+                from .errors import closest
+
+                raise ProblemDefinitionError(
+                    f"problem {pname!r}: unknown operator {bad[0]!r}{closest(bad[0], OPERATORS)}"
+                )
+        options = dict(
+            name=pname,
+            sizes=_sizes(pname, sizes),
+            wrt=wrt,
+            batch=batch,
+            tags=tuple(tags),
+            operators=tuple(operators) if operators is not None else None,
+            complex_step_safe=complex_step_safe,
+            compilable=compilable,
+        )
+        return ProblemDefinition(fn, options)
+
+    return decorate(function) if function is not None else decorate
+
+
+def problems_in(module: ModuleType) -> list[Problem]:
+    """Every problem defined at the top level of `module`, built and validated, in definition order."""
+    return [v.build() for v in vars(module).values() if isinstance(v, ProblemDefinition)]
+
+
+def output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
+    """Shape of f(wrt) with the whole batch, found by evaluating through NumPy at float64."""
+    inputs = problem.inputs(size, "float64")
+    w = inputs.pop(problem.wrt)
+    return tuple(np.shape(problem.bind(np, inputs)(w)))
+
+
+def example_output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
+    """Shape of f(wrt, example) for one batch element."""
+    inputs = problem.inputs(size, "float64")
+    w = inputs.pop(problem.wrt)
+    batch = inputs.pop(problem.batch)
+    return tuple(np.shape(problem.bind(np, inputs)(w, batch[0])))
