@@ -1,0 +1,53 @@
+"""Where and how a run happened: versions, CPU/GPU, thread policy, commit, date. Written in the results header."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str | None:
+    """The commit of the adcompare source tree, when it is a git checkout."""
+    here = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def collect(threads: int) -> dict[str, Any]:
+    from . import __version__
+
+    return {
+        "adcompare": __version__,
+        "git_commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "thread_policy": f"{threads} thread(s) per framework: OMP/MKL/OpenBLAS env vars at worker start, "
+                         f"plus each framework's own setting",
+    }

@@ -1,0 +1,158 @@
+"""The results file: versioned JSON Lines with a provenance header, one record per cell appended as it finishes.
+
+Line 1: {"format": "adcompare-results", "schema": 1, "provenance": {...}}
+Then one object per line: {"record": "cell", ...Measurement.to_json()} or {"record": "worker", ...start-up info}.
+A truncated last line (a killed run) is dropped with a warning; a file that is not adcompare results, or has a
+newer schema, is refused with one clear line.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ResultsFileError
+from .measurement import Measurement
+
+FORMAT = "adcompare-results"
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Results:
+    """Loaded results, possibly merged from several files (machines). Later files win on equal cell keys."""
+
+    provenance: tuple[dict[str, Any], ...]
+    measurements: tuple[Measurement, ...]
+    workers: tuple[dict[str, Any], ...] = ()
+    sources: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+def header(provenance: dict[str, Any]) -> dict[str, Any]:
+    return {"format": FORMAT, "schema": SCHEMA, "provenance": provenance}
+
+
+def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc.strerror}") from exc
+    lines = text.splitlines()
+    if not lines:
+        raise ResultsFileError(f"{str(path)!r} is empty, not an adcompare results file")
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError:
+        head = None
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise ResultsFileError(
+            f"{str(path)!r} is not an adcompare results file (its first line lacks \"format\": \"{FORMAT}\")"
+        )
+    if not isinstance(head.get("schema"), int) or head["schema"] > SCHEMA:
+        raise ResultsFileError(
+            f"{str(path)!r} has results schema {head.get('schema')!r}, newer than this adcompare reads "
+            f"({SCHEMA}); upgrade adcompare"
+        )
+    records, notes = [], []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            last = number == len(lines)
+            note = (f"{path}: dropped truncated last line {number} (a killed run)" if last
+                    else f"{path}: skipped unreadable line {number}")
+            notes.append(note)
+            warnings.warn(note, stacklevel=3)
+    return head, records, notes
+
+
+def load(paths: Sequence[str | Path]) -> Results:
+    """Read and merge results files; pytest-benchmark JSON files are imported (see benchmark_import)."""
+    provenance, workers, sources, notes = [], [], [], []
+    by_key: dict[str, Measurement] = {}
+    for p in map(Path, paths):
+        if p.suffix == ".json":
+            from .benchmark_import import load_benchmark_json
+
+            prov, measurements = load_benchmark_json(p)
+            provenance.append(prov)
+            by_key.update((m.cell.key, m) for m in measurements)
+            sources.append(str(p))
+            continue
+        head, records, file_notes = _read_lines(p)
+        notes += file_notes
+        provenance.append(head["provenance"])
+        sources.append(str(p))
+        for rec in records:
+            kind = rec.get("record")
+            if kind == "cell":
+                m = Measurement.from_json(rec)
+                by_key[m.cell.key] = m
+            elif kind == "worker":
+                workers.append(rec)
+    return Results(tuple(provenance), tuple(by_key.values()), tuple(workers), tuple(sources), tuple(notes))
+
+
+def finished_keys(path: str | Path) -> set[str]:
+    """Keys of cells already recorded in `path` (for --resume)."""
+    path = Path(path)
+    if not path.exists():
+        return set()
+    _, records, _ = _read_lines(path)
+    return {r["key"] for r in records if r.get("record") == "cell"}
+
+
+class ResultsWriter:
+    """Appends records as cells finish, flushing each line so a killed run loses nothing finished."""
+
+    def __init__(self, path: str | Path, provenance: dict[str, Any], *, resume: bool = False):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume and self.path.exists():
+            _read_lines(self.path)  # refuse foreign files before appending
+            self._drop_partial_tail()
+            self._file = self.path.open("a")
+        else:
+            self._file = self.path.open("w")
+            self._write(header(provenance))
+
+    def _drop_partial_tail(self) -> None:
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._file.write(json.dumps(obj, default=_jsonable) + "\n")
+        self._file.flush()
+
+    def add(self, measurement: Measurement) -> None:
+        self._write({"record": "cell", **measurement.to_json()})
+
+    def add_worker(self, info: dict[str, Any]) -> None:
+        self._write({"record": "worker", **info})
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "ResultsWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN/inf floats are valid in Python's json; NumPy scalars are not JSON types."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Iterable):
+        return list(value)
+    return str(value)
