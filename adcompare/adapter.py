@@ -102,6 +102,7 @@ class Adapter(ABC):
     module: ClassVar[str]  # the importable module, e.g. "jax"
     variants: ClassVar[Mapping[str, str]] = {"eager": "op-by-op", "compiled": "compiled"}
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+    slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
 
     def available(self) -> Availability:
         """Installed and importable, found without importing the framework."""

@@ -1,0 +1,122 @@
+"""`adcompare list | check | run | report | compare`. Exit codes: 0 ok, 1 a cell failed or differs, 2 usage error."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from . import plugins
+from .errors import AdcompareError, UsageError
+from .runner import Selection
+
+EPILOG = """\
+examples:
+  adcompare list                                   adapters, problems, support matrix
+  adcompare list --json > inventory.json
+  adcompare check                                  derivatives of the quick suite vs the float64 reference
+  adcompare check --adapter torch --problem exp_dot_loss --dtype float32
+  adcompare run -o results.jsonl                   quick suite, timed, appended as cells finish
+  adcompare run --suite full --resume -o full.jsonl
+  adcompare run --problem exp_dot_loss --operator jacfwd,jacrev --dry-run
+  adcompare report                                 run the quick suite and write reports/<date>/index.html
+  adcompare report cpu.jsonl gpu.jsonl -o reports/both/
+  adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
+"""
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(v for item in values or () for v in item.split(",") if v)
+
+
+def _add_plugin_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
+                   help="load problems and hook implementations from a .py file or module (repeatable)")
+
+
+def _add_selectors(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("selection (each repeatable or comma-separated; default: all)")
+    for name, meta in (("problem", "NAME"), ("size", "LABEL"), ("operator", "OP"), ("adapter", "NAME"),
+                       ("variant", "NAME"), ("device", "cpu|cuda"), ("dtype", "float32|float64"),
+                       ("tag", "TAG")):
+        g.add_argument(f"--{name}", action="append", metavar=meta)
+    g.add_argument("--suite", default="quick", choices=["quick", "full"],
+                   help="quick: small explicit cells (default); full: every size")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell before its worker is stopped")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="threads per framework (same for all; default: all cores)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="adcompare", description="Compare automatic-differentiation frameworks "
+                                     "on problems written once: checked derivatives, careful timings, HTML report.",
+                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"adcompare {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("list", help="adapters, problems and the support matrix")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--tag", action="append", help="only problems with this tag")
+    _add_plugin_option(p)
+
+    p = sub.add_parser("check", help="check derivatives against the float64 reference (no timing)",
+                       epilog="exit 0: every cell ok or unsupported; 1: any mismatch, nan, failed, crashed, timeout")
+    _add_selectors(p)
+    _add_run_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per cell instead of the matrix")
+    _add_plugin_option(p)
+
+    p = sub.add_parser("run", help="check and time a selection of cells into a results file")
+    _add_selectors(p)
+    _add_run_options(p)
+    p.add_argument("-o", "--output", default="results.jsonl", help="results file (JSON Lines)")
+    p.add_argument("--resume", action="store_true", help="keep finished cells of --output and run the rest")
+    p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
+    _add_plugin_option(p)
+
+    p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")
+    p.add_argument("results", nargs="*", help="results files (.jsonl) or pytest-benchmark JSON (.json)")
+    p.add_argument("-o", "--output", help="report folder (default reports/<date-time>/)")
+    _add_run_options(p)
+    _add_plugin_option(p)
+
+    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval")
+    p.add_argument("baseline")
+    p.add_argument("candidate")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    return Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
+                     adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
+                     dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console(stderr=True)
+    try:
+        from . import commands
+
+        return getattr(commands, f"cmd_{args.command}")(args, _selection if hasattr(args, "suite") else None)
+    except AdcompareError as exc:
+        from rich.markup import escape
+
+        console.print(f"[bold red]adcompare:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        console.print("adcompare: interrupted; finished cells are in the results file (use --resume)")
+        return 130

@@ -1,0 +1,168 @@
+"""Terminal tables for the CLI (rich) and the JSON shapes of `list --json` and `check --json`."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .measurement import Measurement
+from .operators import OPERATORS
+from .plugins import Registry
+from .runner import STANDARD_VARIANTS
+from .status import Status
+
+STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
+    from .problem import output_shape
+
+    adapters = []
+    for name, a in sorted(registry.adapters.items()):
+        avail = a.available()
+        variants = tuple(dict.fromkeys((*STANDARD_VARIANTS, *a.variants)))
+        support = {v: {op: {"support": (c := a.capability(op, v)).support.value, "algorithm": c.algorithm,
+                            "reason": c.reason} for op in OPERATORS} for v in variants}
+        adapters.append({"name": name, "installed": avail.installed, "version": avail.version,
+                         "reason": avail.reason, "devices": list(a.devices), "variants": dict(a.variants),
+                         "support": support})
+    problems = []
+    for p in registry.problems.values():
+        if tags and not set(tags) & set(p.tags):
+            continue
+        problems.append({"name": p.name, "sizes": [s.label for s in p.sizes], "tags": list(p.tags),
+                         "wrt": p.wrt, "batch": p.batch, "operators": list(p.operators or []),
+                         "output_shape_at_smallest": list(output_shape(p, p.sizes[0])),
+                         "summary": p.description.splitlines()[0] if p.description else ""})
+    broken = [{"name": b.name, "reason": b.reason} for b in registry.broken]
+    return {"adapters": adapters, "problems": problems, "broken_plugins": broken}
+
+
+def _sizes(labels: list[str]) -> str:
+    return ", ".join(labels) if len(labels) <= 4 else f"{labels[0]} … {labels[-1]} ({len(labels)} sizes)"
+
+
+def print_inventory(console: Console, inv: dict[str, Any]) -> None:
+    t = Table(title="Adapters", title_justify="left")
+    for col in ("adapter", "version", "devices", "variants", "status"):
+        t.add_column(col)
+    for a in inv["adapters"]:
+        status = "[green]installed[/]" if a["installed"] else f"[yellow]{escape(a['reason'])}[/]"
+        t.add_row(a["name"], a["version"] or "—", ", ".join(a["devices"]), ", ".join(a["variants"]), status)
+    for b in inv["broken_plugins"]:
+        t.add_row(escape(b["name"]), "—", "—", "—", f"[red]broken: {escape(b['reason'])}[/]")
+    console.print(t)
+
+    t = Table(title="Problems", title_justify="left")
+    for col in ("problem", "sizes", "tags", "wrt / batch", "summary"):
+        t.add_column(col, overflow="fold")
+    for p in inv["problems"]:
+        t.add_row(p["name"], _sizes(p["sizes"]), ", ".join(p["tags"]),
+                  p["wrt"] + (f" / {p['batch']}" if p["batch"] else ""), escape(p["summary"]))
+    console.print(t)
+
+    for a in inv["adapters"]:
+        t = Table(title=f"Support matrix: {a['name']}", title_justify="left")
+        t.add_column("operator")
+        for v in a["support"]:
+            t.add_column(v, overflow="fold")
+        for op in OPERATORS:
+            cells = []
+            for v in a["support"]:
+                s = a["support"][v][op]
+                if s["support"] == "unsupported":
+                    cells.append(f"[dim]✗ {escape(s['reason'])}[/]")
+                else:
+                    mark = "[green]✓[/]" if s["support"] == "native" else "[yellow]~ emulated:[/]"
+                    cells.append(f"{mark} {escape(s['algorithm'])}")
+            t.add_row(op, *cells)
+        console.print(t)
+
+
+def check_record(m: Measurement) -> dict[str, Any]:
+    c = m.check
+    return {**m.cell.to_json(), "status": m.status.value, "worst_error": c.error if c else None,
+            "pairwise_error": c.pairwise_error if c else None, "adjoint_error": c.adjoint_error if c else None,
+            "tolerance": c.tolerance if c else None, "reference_method": c.reference_method if c else None,
+            "algorithm": m.algorithm, "support": m.support, "message": m.message}
+
+
+def _mark(m: Measurement) -> str:
+    if m.status is Status.OK:
+        return f"[green]✓[/] {m.check.error:.1e}" if m.check and m.check.error is not None else "[green]✓[/]"
+    if m.status in (Status.UNSUPPORTED, Status.SKIPPED):
+        return "[dim]–[/]"
+    return f"[red]✗ {m.status.value}[/]"
+
+
+def print_check_matrix(console: Console, measurements: Sequence[Measurement]) -> None:
+    """One table per (problem, size, dtype): operators down, adapter/variant across."""
+    groups: dict[tuple, list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        groups[(m.cell.problem, m.cell.size, m.cell.dtype, m.cell.device)].append(m)
+    for (problem, size, dtype, device), ms in sorted(groups.items()):
+        columns = sorted({(m.cell.adapter, m.cell.variant) for m in ms})
+        ops = [op for op in OPERATORS if any(m.cell.operator == op for m in ms)]
+        tol = next((m.check.tolerance for m in ms if m.check), None)
+        title = f"{problem} {size} {dtype} {device}" + (f" — tolerance {tol:.0e}" if tol else "")
+        t = Table(title=escape(title), title_justify="left")
+        t.add_column("operator")
+        for a, v in columns:
+            t.add_column(f"{a}\n{v}")
+        index = {(m.cell.operator, m.cell.adapter, m.cell.variant): m for m in ms}
+        for op in ops:
+            t.add_row(op, *(_mark(index[(op, a, v)]) if (op, a, v) in index else "" for a, v in columns))
+        console.print(t)
+    failures = [m for m in measurements if m.status.is_failure]
+    if failures:
+        t = Table(title="Failures", title_justify="left")
+        for col in ("cell", "status", "message"):
+            t.add_column(col, overflow="fold")
+        for m in failures:
+            t.add_row(m.cell.id, m.status.value, escape(m.message))
+        console.print(t)
+
+
+def print_summary(console: Console, measurements: Sequence[Measurement]) -> None:
+    t = Table(title="Results", title_justify="left")
+    for col in ("problem", "size", "operator", "adapter", "variant", "dtype", "device", "status", "median", "IQR",
+                "compile", "error"):
+        t.add_column(col, overflow="fold")
+    for m in sorted(measurements, key=lambda m: m.cell):
+        c, tm = m.cell, m.timing
+        style = STATUS_STYLE.get(m.status.value, "red")
+        t.add_row(c.problem, c.size, c.operator, c.adapter, c.variant, c.dtype, c.device,
+                  f"[{style}]{m.status.value}[/]", seconds(tm.median if tm else None),
+                  seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
+                  f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
+    console.print(t)
+    counts = defaultdict(int)
+    for m in measurements:
+        counts[m.status.value] += 1
+    console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+def print_comparison(console: Console, rows) -> None:
+    from .ratio import METHOD
+
+    t = Table(title=f"candidate / baseline median ({METHOD})", title_justify="left")
+    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "verdict"):
+        t.add_column(col)
+    for r in rows:
+        style = {"faster": "green", "slower": "red"}.get(r.verdict, "dim")
+        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.ratio.ratio:.3f}",
+                  f"{r.ratio.low:.3f}–{r.ratio.high:.3f}", f"[{style}]{r.verdict}[/]")
+    console.print(t)

@@ -1,0 +1,239 @@
+"""Plans the matrix of cells and runs it through one worker process per (adapter, dtype, device).
+
+Workers run one at a time (they share the cores). Unsupported and too-large cells are decided here, without a
+framework. After a timeout at one size, the larger sizes of the same (problem, operator, adapter, variant, device,
+dtype) are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run resumes.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cell import Cell
+from .errors import RequiredFrameworkMissing, UsageError, unknown
+from .measurement import Measurement
+from .operators import OPERATORS, applicable, spec
+from .plugins import Registry
+from .preflight import too_large
+from .problem import DTYPES, Problem, example_output_shape, output_shape
+from .status import Status
+from .suites import SUITES, quick_allows
+from .worker_process import WorkerProcess
+
+STANDARD_VARIANTS = ("eager", "compiled")
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to run; an empty tuple means "all". `suite` limits sizes and slow variants (see suites.py)."""
+
+    problems: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
+    adapters: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    suite: str = "quick"
+
+
+@dataclass(frozen=True)
+class Plan:
+    cells: tuple[Cell, ...]  # to run in workers
+    decided: tuple[Measurement, ...]  # unsupported / too_large, decided without running
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return len(self.cells) + len(self.decided)
+
+
+def gpu_present() -> bool:
+    """A CUDA GPU is visible to this machine (without importing any framework)."""
+    return Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi") is not None
+
+
+def required_frameworks() -> tuple[str, ...]:
+    return tuple(x.strip() for x in os.environ.get("ADCOMPARE_REQUIRE", "").split(",") if x.strip())
+
+
+def _check_names(kind: str, asked: Iterable[str], valid: Iterable[str]) -> None:
+    valid = list(valid)
+    for name in asked:
+        if name not in valid:
+            raise unknown(kind, name, valid)
+
+
+def usable_adapters(registry: Registry, asked: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Adapters to run and notes on those left out; raises when a required or named one is unusable."""
+    _check_names("adapter", asked, registry.adapters)
+    required = required_frameworks()
+    _check_names("framework in ADCOMPARE_REQUIRE", required, registry.adapters)
+    names, notes = [], []
+    for name in asked or sorted(registry.adapters):
+        avail = registry.adapters[name].available()
+        if avail.installed:
+            names.append(name)
+        elif name in required:
+            raise RequiredFrameworkMissing(f"ADCOMPARE_REQUIRE names {name!r} but {avail.reason}")
+        elif asked:
+            raise UsageError(f"adapter {name!r} is not usable: {avail.reason}")
+        else:
+            notes.append(f"adapter {name!r} left out: {avail.reason}")
+    return names, notes
+
+
+def _problems(registry: Registry, sel: Selection) -> list[Problem]:
+    _check_names("problem", sel.problems, registry.problems)
+    chosen = [registry.problems[n] for n in sel.problems] if sel.problems else list(registry.problems.values())
+    if sel.tags:
+        known = {t for p in registry.problems.values() for t in p.tags}
+        _check_names("tag", sel.tags, known)
+        chosen = [p for p in chosen if set(sel.tags) & set(p.tags)]
+    return chosen
+
+
+def _size_order(problem: Problem) -> dict[str, int]:
+    return {s.label: i for i, s in enumerate(sorted(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)))}
+
+
+def plan(registry: Registry, sel: Selection) -> Plan:
+    if sel.suite not in SUITES:
+        raise unknown("suite", sel.suite, SUITES)
+    _check_names("operator", sel.operators, OPERATORS)
+    _check_names("dtype", sel.dtypes, DTYPES)
+    _check_names("device", sel.devices, DEVICES)
+    adapters, notes = usable_adapters(registry, sel.adapters)
+    all_variants = set(STANDARD_VARIANTS).union(*(registry.adapters[a].variants for a in registry.adapters))
+    _check_names("variant", sel.variants, all_variants)
+    problems = _problems(registry, sel)
+    all_sizes = {s.label for p in problems for s in p.sizes}
+    _check_names("size", sel.sizes, all_sizes)
+    devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
+    dtypes = sel.dtypes or DTYPES
+
+    cells: list[Cell] = []
+    decided: list[Measurement] = []
+    for problem in problems:
+        order = _size_order(problem)
+        smallest = min(order, key=order.get)
+        sizes = [s for s in problem.sizes if not sel.sizes or s.label in sel.sizes]
+        if sel.sizes and not sizes:
+            continue
+        out_shape = output_shape(problem, problem.sizes[0])
+        ex_shape = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
+        operators = sel.operators or problem.operators or tuple(OPERATORS)
+        for op in operators:
+            why = applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
+            if why is None and problem.operators is not None and op not in problem.operators:
+                why = f"problem {problem.name!r} restricts its operators to {', '.join(problem.operators)}"
+            if why:
+                if sel.operators and sel.problems:
+                    raise UsageError(f"problem {problem.name!r}, operator {op!r}: {why}")
+                continue
+            for adapter_name in adapters:
+                adapter = registry.adapters[adapter_name]
+                variants = sel.variants or tuple(dict.fromkeys((*STANDARD_VARIANTS, *adapter.variants)))
+                for variant in variants:
+                    for device in devices:
+                        for dtype in dtypes:
+                            for size in sizes:
+                                cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype)
+                                slow = variant in adapter.slow_variants
+                                if sel.suite == "quick" and not sel.sizes and not quick_allows(
+                                        cell, smallest_size=smallest, slow=slow):
+                                    continue
+                                cap = adapter.capability(op, variant)
+                                if not cap.supported:
+                                    decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
+                                                               support=cap.support.value))
+                                    continue
+                                big = too_large(problem, size, op, dtype)
+                                if big:
+                                    decided.append(Measurement(cell, Status.TOO_LARGE, big,
+                                                               support=cap.support.value, algorithm=cap.algorithm))
+                                    continue
+                                cells.append(cell)
+
+    def order_key(c: Cell):
+        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant,
+                _size_order(registry.problems[c.problem])[c.size])
+
+    return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
+
+
+def estimate_seconds(registry: Registry, p: Plan) -> float:
+    """A rough wall-time estimate: worker start-ups plus a per-cell cost by variant (for --dry-run)."""
+    groups = {(c.adapter, c.dtype, c.device) for c in p.cells}
+    total = 5.0 * len(groups)
+    for c in p.cells:
+        slow = c.variant in registry.adapters[c.adapter].slow_variants
+        total += 18.0 if slow else (1.0 if c.variant.startswith("eager") else 0.8)
+    return total
+
+
+@dataclass
+class RunOptions:
+    timeout: float = 300.0
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    time_it: bool = True
+    policy: dict = field(default_factory=dict)
+    cache_dir: Path | None = None
+
+
+def run(registry: Registry, p: Plan, options: RunOptions, *,
+        record: Callable[[Measurement], None] = lambda m: None,
+        on_worker: Callable[[dict], None] = lambda info: None,
+        progress: Callable[[Cell | None, Measurement | None], None] = lambda c, m: None,
+        skip_keys: frozenset[str] = frozenset()) -> list[Measurement]:
+    """Run every planned cell; `record` is called with each measurement as it finishes (append to results)."""
+    from .check import cross_check
+
+    measurements: list[Measurement] = []
+    for m in p.decided:
+        if m.cell.key not in skip_keys:
+            record(m)
+            measurements.append(m)
+            progress(None, m)
+    cache_dir = options.cache_dir or Path(tempfile.mkdtemp(prefix="adcompare-cache-"))
+    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for c in p.cells:
+        if c.key not in skip_keys:
+            groups[(c.adapter, c.dtype, c.device)].append(c)
+    for (adapter, dtype, device), cells in groups.items():
+        timed_out: dict[tuple, str] = {}
+        worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir)
+        try:
+            for cell in cells:
+                progress(cell, None)
+                family = (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
+                if family in timed_out:
+                    m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[family]} timed out")
+                else:
+                    started = worker.starts
+                    try:
+                        m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
+                    except RuntimeError as exc:
+                        m = Measurement(cell, Status.CRASHED, str(exc))
+                    if worker.starts != started and worker.info is not None:
+                        on_worker(worker.info)
+                    if m.status is Status.TIMEOUT:
+                        timed_out[family] = cell.size
+                record(m)
+                measurements.append(m)
+                progress(cell, m)
+        finally:
+            worker.close()
+    checked = cross_check(measurements)
+    for before, after in zip(measurements, checked):
+        if after != before:
+            record(after)  # a later line with the same key supersedes the first on load
+    return checked

@@ -1,0 +1,88 @@
+"""Timing one prepared cell: first call, compile time, then steady state in calibrated blocks.
+
+Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
+1. first call: one `run(); sync(out)`, timed alone (includes JIT compilation where the framework compiles lazily);
+2. warm-up: calls until `warmup_time` has passed (at least two), so caches and allocators settle;
+3. calibration: `number` calls per block so a block lasts about `block_time` — timer overhead (~0.1 µs) is then
+   negligible even for µs-scale cells;
+4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent;
+   each block yields one per-call sample (block time ÷ number). The sync is inside every call.
+Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
+first call minus steady-state median ("first call minus steady state").
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .adapter import Prepared
+from .measurement import Timing
+
+FIRST_CALL_MINUS_STEADY = "first call minus steady state"
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    warmup_time: float = 0.05
+    block_time: float = 0.01
+    min_time: float = 0.2
+    max_time: float = 2.0
+    min_samples: int = 7
+    max_number: int = 1_000_000
+
+    @classmethod
+    def quick(cls) -> "TimingPolicy":
+        """For tests and `adcompare check`: enough to exercise the path, not to publish."""
+        return cls(warmup_time=0.0, block_time=0.002, min_time=0.01, max_time=0.1, min_samples=3)
+
+
+def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = prepared.run()
+    sync(out)
+    return out, time.perf_counter() - start
+
+
+def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, *,
+            compiled: bool, policy: TimingPolicy = TimingPolicy()) -> Timing:
+    """Steady-state timing after a first call that the caller already made (and checked)."""
+    run = prepared.run
+    began = time.perf_counter()
+
+    def block(number: int) -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            sync(run())
+        return time.perf_counter() - start
+
+    warm, calls = 0.0, 0
+    while calls < 2 or warm < policy.warmup_time:
+        elapsed = block(1)
+        warm += elapsed
+        calls += 1
+        if warm > policy.max_time / 4:
+            break
+    per_call = max(elapsed, 1e-9)
+    number = int(min(policy.max_number, max(1, math.ceil(policy.block_time / per_call))))
+
+    samples: list[float] = []
+    spent = 0.0
+    while True:
+        elapsed = block(number)
+        spent += elapsed
+        samples.append(elapsed / number)
+        enough = spent >= policy.min_time and len(samples) >= policy.min_samples
+        if enough or spent >= policy.max_time:
+            break
+    timing = Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
+                    warmup_calls=calls)
+    compile_seconds, method = prepared.compile_seconds, prepared.compile_method
+    if compile_seconds is None and compiled:
+        compile_seconds = max(0.0, first_call_seconds - timing.median)
+        method = method or FIRST_CALL_MINUS_STEADY
+    return Timing(samples=timing.samples, number=number, first_call=first_call_seconds, compile=compile_seconds,
+                  compile_method=method if compile_seconds is not None else "", warmup_calls=calls,
+                  total_seconds=time.perf_counter() - began)

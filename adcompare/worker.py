@@ -1,0 +1,80 @@
+"""The worker process: runs one adapter's cells for one (dtype, device), never in the parent.
+
+Why a process: JAX's x64 switch and thread settings are process-wide, BLAS reads thread variables at import, and
+compiled code can kill the interpreter (a SIGSEGV in compiled torch jacfwd was seen). The parent writes one JSON
+request per line on stdin and reads one JSON record per line on a dedicated pipe (`--result-fd`), because
+frameworks print to stdout and stderr. The first record describes the worker (start-up time, versions, device).
+
+    python -m adcompare.worker --adapter jax --dtype float64 --device cpu --threads 2 --result-fd 3 [--plugin P]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _emit(stream, record: dict) -> None:
+    stream.write(json.dumps(record) + "\n")
+    stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
+    parser = argparse.ArgumentParser(prog="python -m adcompare.worker")
+    parser.add_argument("--adapter", required=True)
+    parser.add_argument("--dtype", required=True)
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--plugin", action="append", default=[])
+    args = parser.parse_args(argv)
+    out = os.fdopen(args.result_fd, "w")
+
+    from . import plugins
+    from .cell import Cell
+    from .execution import ExecutionOptions, describe_exception, run_cell
+    from .measurement import Measurement
+    from .status import Status
+    from .timing import TimingPolicy
+
+    registry = plugins.load(tuple(args.plugin))
+    adapter = registry.adapter(args.adapter)
+    unavailable = None
+    try:
+        adapter.setup(dtype=args.dtype, device=args.device, threads=args.threads)
+        unavailable = adapter.device_unavailable(args.device)
+        device_name = args.device if unavailable else adapter.device_name(args.device)
+    except Exception as exc:
+        unavailable, device_name = f"{adapter.name} failed to start: {describe_exception(exc)}", args.device
+    _emit(out, {
+        "record": "worker", "adapter": adapter.name, "dtype": args.dtype, "device": args.device,
+        "device_name": device_name, "threads": args.threads, "pid": os.getpid(),
+        "startup_seconds": time.perf_counter() - started, "versions": adapter.versions(),
+        "unavailable": unavailable,
+    })
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        cell = Cell.from_json(request["cell"])
+        if unavailable:
+            _emit(out, {"record": "cell", **Measurement(cell, Status.UNSUPPORTED, unavailable).to_json()})
+            continue
+        options = ExecutionOptions(time=request.get("time", True),
+                                   policy=TimingPolicy(**request.get("policy", {})))
+        try:
+            measurement = run_cell(adapter, registry.problem(cell.problem), cell, options)
+        except Exception as exc:  # a bug outside the framework call still yields a record, not a dead worker
+            measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
+        record = measurement.to_json()
+        record["device_name"] = record["device_name"] or device_name
+        _emit(out, {"record": "cell", **record})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""The parent's handle on a worker process: start it, send cells, read records, survive its death.
+
+A worker that dies mid-cell yields a `crashed` record naming the signal; one that runs past the cell's timeout is
+killed and yields `timeout`. Either way the next `run` starts a fresh worker, so one bad cell costs one cell.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cell import Cell
+from .measurement import Measurement
+from .status import Status
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                    "NUMEXPR_NUM_THREADS")
+
+
+def worker_environment(threads: int, cache_dir: Path | None) -> dict[str, str]:
+    """The environment a worker starts with: one thread policy, quiet frameworks, no GPU memory grab."""
+    env = dict(os.environ)
+    env.update({name: str(threads) for name in THREAD_VARIABLES})
+    env.update({
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",  # JAX otherwise takes 75% of the GPU at start
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "PYTHONUNBUFFERED": "1",
+    })
+    if threads == 1:
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    if cache_dir is not None:
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir / "inductor"))
+    return env
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+@dataclass
+class WorkerProcess:
+    adapter: str
+    dtype: str
+    device: str
+    threads: int
+    plugins: tuple[str, ...] = ()
+    cache_dir: Path | None = None
+    startup_timeout: float = 300.0
+    info: dict[str, Any] | None = None  # the worker's first record
+    starts: int = 0
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _reader: int | None = field(default=None, repr=False)
+    _buffer: bytes = field(default=b"", repr=False)
+    _log: Any = field(default=None, repr=False)
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> dict[str, Any]:
+        read_fd, write_fd = os.pipe()
+        self._log = tempfile.TemporaryFile()
+        cmd = [sys.executable, "-m", "adcompare.worker", "--adapter", self.adapter, "--dtype", self.dtype,
+               "--device", self.device, "--threads", str(self.threads), "--result-fd", str(write_fd)]
+        for p in self.plugins:
+            cmd += ["--plugin", p]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+                                      pass_fds=(write_fd,), env=worker_environment(self.threads, self.cache_dir),
+                                      start_new_session=True)
+        os.close(write_fd)
+        self._reader, self._buffer = read_fd, b""
+        self.starts += 1
+        record = self._read(self.startup_timeout)
+        if record is None or record.get("record") != "worker":
+            why = self._death_reason()
+            self.close()
+            raise RuntimeError(f"worker for {self.adapter}/{self.dtype}/{self.device} failed to start: {why}")
+        self.info = record
+        return record
+
+    def _read(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next record, or None on EOF (the worker died) or timeout (then the worker is still running)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._reader, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                if not sel.select(left):
+                    return None
+                chunk = os.read(self._reader, 1 << 16)
+                if not chunk:
+                    return None
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def _log_tail(self, lines: int = 6) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        text = self._log.read().decode(errors="replace").strip().splitlines()
+        return " | ".join(text[-lines:])[-1500:]
+
+    def _death_reason(self) -> str:
+        if self._proc is None:
+            return "not started"
+        try:
+            code = self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "stopped answering"
+        tail = self._log_tail()
+        return f"worker died ({_signal_name(code)})" + (f"; last output: {tail}" if tail else "")
+
+    def run(self, cell: Cell, *, timeout: float, time_it: bool = True,
+            policy: dict[str, Any] | None = None) -> Measurement:
+        if not self.alive:
+            self.start()
+        request = {"cell": cell.to_json(), "time": time_it, "policy": policy or {}}
+        try:
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        record = self._read(timeout)
+        if record is not None:
+            return Measurement.from_json(record)
+        if self._proc.poll() is None:
+            self.kill()
+            return Measurement(cell, Status.TIMEOUT, f"ran past the {timeout:g} s cell timeout; worker stopped")
+        reason = self._death_reason()
+        self.close()
+        return Measurement(cell, Status.CRASHED, reason)
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                try:
+                    self._proc.stdin.close()
+                    self._proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    self._proc.kill()
+                    self._proc.wait()
+            self._proc = None
+        if self._reader is not None:
+            os.close(self._reader)
+            self._reader = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "WorkerProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
