@@ -122,7 +122,7 @@ def load(plugins: tuple[str, ...] = ()) -> Registry:
 
     for hook_name, kind, table in (("adcompare_adapters", "adapter", adapters),
                                    ("adcompare_problems", "problem", problems)):
-        for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):  # registration order
+        for impl in getattr(pm.hook, hook_name).get_hookimpls():  # registration order: first name wins
             owner = impl.plugin_name
             try:
                 items = list(impl.function() or ())

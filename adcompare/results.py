@@ -73,7 +73,7 @@ def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[
 
 
 def load(paths: Sequence[str | Path]) -> Results:
-    """Read and merge results files; pytest-benchmark JSON files are imported (see benchmark_import)."""
+    """Read and merge results files (pytest-benchmark JSON is imported, see benchmark_import), then cross-check."""
     provenance, workers, sources, notes = [], [], [], []
     by_key: dict[str, Measurement] = {}
     for p in map(Path, paths):
@@ -96,7 +96,10 @@ def load(paths: Sequence[str | Path]) -> Results:
                 by_key[m.cell.key] = m
             elif kind == "worker":
                 workers.append(rec)
-    return Results(tuple(provenance), tuple(by_key.values()), tuple(workers), tuple(sources), tuple(notes))
+    from .check import cross_check
+
+    merged = cross_check(list(by_key.values()))  # pairwise/adjoint agreement is derived, never stored
+    return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes))
 
 
 def finished_keys(path: str | Path) -> set[str]:

@@ -194,7 +194,10 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
         on_worker: Callable[[dict], None] = lambda info: None,
         progress: Callable[[Cell | None, Measurement | None], None] = lambda c, m: None,
         skip_keys: frozenset[str] = frozenset()) -> list[Measurement]:
-    """Run every planned cell; `record` is called with each measurement as it finishes (append to results)."""
+    """Run every planned cell; `record` is called with each measurement as it finishes (append to results).
+
+    Returns the measurements after cross-checking (pairwise agreement, adjoint identity) across adapters.
+    """
     from .check import cross_check
 
     measurements: list[Measurement] = []
@@ -232,8 +235,6 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
                 progress(cell, m)
         finally:
             worker.close()
-    checked = cross_check(measurements)
-    for before, after in zip(measurements, checked):
-        if after != before:
-            record(after)  # a later line with the same key supersedes the first on load
-    return checked
+    # Pairwise and adjoint agreement are derived from the recorded projections, here and again on load,
+    # so the file keeps exactly one record per cell.
+    return cross_check(measurements)

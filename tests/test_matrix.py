@@ -1,0 +1,53 @@
+"""Every available adapter × built-in problem (quick suite) × operator × variant × dtype, through real workers.
+
+Each cell must agree with the float64 reference and, pairwise, with every other adapter that ran it; unsupported
+cells must say why. Problems that declare data-dependent control flow (compilable=False) must *fail* under
+compiled variants — an expectation derived from the problem, not a list of skips.
+"""
+from __future__ import annotations
+
+import pytest
+
+from adcompare import plugins, runner
+from adcompare.status import Status
+
+REGISTRY = plugins.load()
+PLAN = runner.plan(REGISTRY, runner.Selection(suite="quick"))
+CELLS = list(PLAN.cells) + [m.cell for m in PLAN.decided]
+QUICK = {"min_time": 0.005, "max_time": 0.05, "warmup_time": 0.0, "min_samples": 3, "block_time": 0.001}
+
+
+@pytest.fixture(scope="session")
+def matrix():
+    out = runner.run(REGISTRY, PLAN, runner.RunOptions(timeout=240, threads=2, policy=QUICK))
+    return {m.cell.key: m for m in out}
+
+
+def _expects_failure(cell) -> bool:
+    problem = REGISTRY.problems[cell.problem]
+    return not problem.compilable and not cell.variant.startswith("eager")
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
+def test_cell_agrees_or_says_why_not(cell, matrix):
+    m = matrix[cell.key]
+    if _expects_failure(cell):
+        assert m.status in (Status.FAILED, Status.UNSUPPORTED), f"{cell.id} compiled data-dependent control flow"
+        assert m.message
+        return
+    if m.status is Status.UNSUPPORTED:
+        assert m.message, f"{cell.id}: unsupported without a reason"
+        return
+    c = m.check
+    detail = f"{m.status.value}: {m.message}" + (
+        f" (error {c.error}, pairwise {c.pairwise_error}, adjoint {c.adjoint_error}, tol {c.tolerance})" if c else "")
+    assert m.status is Status.OK, detail
+    assert c.output_dtype == cell.dtype, f"{cell.id}: dtype drift to {c.output_dtype}"
+    assert m.timing is not None and m.timing.median > 0 and m.algorithm
+
+
+def test_required_frameworks_are_present():
+    """ADCOMPARE_REQUIRE (set by CI) turns a missing framework into a failure instead of silently fewer cells."""
+    required = runner.required_frameworks()
+    planned = {c.adapter for c in CELLS}
+    assert set(required) <= planned, f"required {required}, planned {sorted(planned)}"

@@ -1,0 +1,67 @@
+"""Plugin loading: entry points and --plugin files load the same way; broken plugins are reported, not fatal."""
+from __future__ import annotations
+
+import pytest
+
+from adcompare import hookimpl, plugins
+from adcompare.errors import UsageError
+from tests.conftest import FIXTURES
+
+PLUGINS = FIXTURES / "plugins"
+
+
+def test_builtin_adapters_come_through_the_entry_point_group():
+    import importlib.metadata as md
+
+    names = {ep.name for ep in md.entry_points(group=plugins.ENTRY_POINT_GROUP)}
+    assert {"jax", "torch", "tensorflow", "autograd", "builtin-problems"} <= names
+
+
+def test_plugin_file_adds_its_problems():
+    registry = plugins.load((str(PLUGINS / "extra_problem.py"),))
+    assert "cubic_sum" in registry.problems and "exp_dot_loss" in registry.problems
+
+
+def test_plugin_that_fails_to_import_is_a_usage_error_naming_it():
+    with pytest.raises(UsageError, match="broken_import.py.*failed to import: ModuleNotFoundError"):
+        plugins.load((str(PLUGINS / "broken_import.py"),))
+
+
+def test_missing_plugin_path_is_a_usage_error():
+    with pytest.raises(UsageError, match="no such file"):
+        plugins.load(("does/not/exist.py",))
+
+
+def test_broken_entry_point_plugins_are_recorded_and_the_rest_load(monkeypatch):
+    """An entry point whose import fails, one whose hook raises, and one that reuses a name."""
+    import importlib.metadata as md
+    import sys
+    import types
+
+    raising = types.ModuleType("adcompare_test_raising")
+    raising.adcompare_problems = hookimpl(lambda: (_ for _ in ()).throw(RuntimeError("hook exploded")))
+    duplicate = types.ModuleType("adcompare_test_duplicate")
+    from adcompare.adapters.jax import JaxAdapter
+
+    duplicate.adcompare_adapters = hookimpl(lambda: [JaxAdapter()])
+    sys.modules.update({raising.__name__: raising, duplicate.__name__: duplicate})
+    real = plugins._entry_points()
+    extra = [md.EntryPoint("zz-missing", "adcompare_no_such_module", "adcompare"),
+             md.EntryPoint("zz-raising", raising.__name__, "adcompare"),
+             md.EntryPoint("zz-duplicate", duplicate.__name__, "adcompare")]
+    monkeypatch.setattr(plugins, "_entry_points", lambda: real + extra)
+    plugins.load.cache_clear()
+    try:
+        registry = plugins.load()
+    finally:
+        plugins.load.cache_clear()
+    reasons = {b.name: b.reason for b in registry.broken}
+    assert reasons["zz-missing"].startswith("import failed: ModuleNotFoundError")
+    assert "adcompare_problems raised RuntimeError: hook exploded" in reasons["zz-raising"]
+    assert "adapter name 'jax' is already taken" in reasons["zz-duplicate"]
+    assert "jax" in registry.adapters and "exp_dot_loss" in registry.problems
+
+
+def test_unknown_names_suggest_the_closest(registry):
+    with pytest.raises(UsageError, match="unknown problem 'exp_dot_los' \\(did you mean 'exp_dot_loss'\\?\\)"):
+        registry.problem("exp_dot_los")

@@ -1,0 +1,80 @@
+"""The problem contract: declaration, validation at registration, inputs, sizes, binding."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adcompare import grid, problem
+from adcompare.errors import ProblemDefinitionError
+from adcompare.problem import output_shape, problems_in
+
+
+def test_grid_sizes_and_labels():
+    @problem(sizes=grid(n=[5, 10], p=[8]), wrt="w", batch="x")
+    def lin(w, x, /, *, xp):
+        return x @ w
+
+    @lin.inputs
+    def _(rng, n, p):
+        return {"w": rng.standard_normal(p), "x": rng.standard_normal((n, p))}
+
+    p = lin.build()
+    assert [s.label for s in p.sizes] == ["n5-p8", "n10-p8"]
+    assert output_shape(p, p.sizes[1]) == (10,)
+
+
+def test_inputs_are_seeded_and_cast():
+    @problem(sizes=[4], wrt="x")
+    def f(x, /, *, k, xp):
+        return x * k
+
+    @f.inputs
+    def _(rng, n):
+        return {"x": rng.standard_normal(n), "k": np.arange(n)}
+
+    p = f.build()
+    a, b = p.inputs(p.sizes[0], "float32"), p.inputs(p.sizes[0], "float32")
+    np.testing.assert_array_equal(a["x"], b["x"])
+    assert a["x"].dtype == np.float32 and a["k"].dtype.kind == "i"
+    assert not np.array_equal(p.inputs(p.sizes[0], "float64", seed=1)["x"], a["x"])
+
+
+@pytest.mark.parametrize("decl, fix", [
+    (lambda: problem(sizes=[3], wrt="x")(lambda x: x), "keyword-only 'xp'"),
+    (lambda: problem(sizes=[3], wrt="y")(_f := (lambda x, *, xp: x)), "wrt='y' is not a parameter"),
+    (lambda: problem(sizes=[3], wrt="x", batch="b")(lambda x, *, xp: x), "batch='b' is not a parameter"),
+    (lambda: problem(sizes=[0], wrt="x")(lambda x, *, xp: x), "bad size 0"),
+    (lambda: problem(sizes={"n": 3}, wrt="x")(lambda x, *, xp: x), "non-empty list"),
+    (lambda: problem(sizes=[3], wrt="x", operators=["jacfwdd"])(lambda x, *, xp: x), "did you mean 'jacfwd'"),
+])
+def test_invalid_definitions_name_the_problem_and_the_fix(decl, fix):
+    with pytest.raises(ProblemDefinitionError, match=fix):
+        decl()
+
+
+def test_generator_missing_a_size_argument():
+    @problem(sizes=grid(n=[2], p=[3]), wrt="x")
+    def f(x, /, *, xp):
+        return x
+
+    with pytest.raises(ProblemDefinitionError, match=r"lacks the size argument\(s\) \['p'\]"):
+        @f.inputs
+        def _(rng, n):
+            return {"x": rng.standard_normal(n)}
+
+
+def test_missing_generator_fails_at_registration():
+    @problem(sizes=[2], wrt="x")
+    def lonely(x, /, *, xp):
+        return x
+
+    with pytest.raises(ProblemDefinitionError, match="no input generator; add one with @lonely.inputs"):
+        lonely.build()
+
+
+def test_problems_in_module_and_builtin_registry(registry):
+    import problems.seed_001 as mod  # noqa: F401  (top-level folder is importable from the repo root)
+
+    names = {p.name for p in problems_in(mod)}
+    assert {"f_r2_r3", "exp_dot_loss"} <= names
+    assert {"f_r2_r3", "exp_dot_loss", "linear_layer"} <= set(registry.problems)

@@ -1,0 +1,90 @@
+"""Faults that must be survived: each costs one cell, every finished cell is kept, nothing is duplicated."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from adcompare import runner
+from adcompare.cell import Cell
+from adcompare.results import load
+from adcompare.status import Status
+from tests.conftest import FAULTS
+
+QUICK = {"min_time": 0.01, "max_time": 0.1, "warmup_time": 0.0, "min_samples": 3}
+
+
+def _run(registry, cells, timeout=60.0):
+    p = runner.Plan(tuple(cells), ())
+    recorded = []
+    out = runner.run(registry, p, runner.RunOptions(timeout=timeout, threads=1, policy=QUICK),
+                     record=recorded.append)
+    assert [m.cell for m in recorded] == list(cells)  # recorded as they finish, once each
+    return {m.cell.problem + "/" + m.cell.size: m for m in out}
+
+
+def _cell(problem, size="n3", op="value", dtype="float64"):
+    return Cell(problem, size, op, "jax", "eager", "cpu", dtype)
+
+
+def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
+    cells = [_cell("segfaults"), _cell("fine"), _cell("sigkilled"), _cell("raises"), _cell("makes_nan"),
+             _cell("sleeps"), _cell("sleeps", "n4"), _cell("fine", dtype="float64")]
+    cells[-1] = Cell("fine", "n3", "value", "jax", "compiled", "cpu", "float64")
+    got = _run(fault_registry, cells, timeout=8.0)
+    assert got["segfaults/n3"].status is Status.CRASHED and "SIGSEGV" in got["segfaults/n3"].message
+    assert got["sigkilled/n3"].status is Status.CRASHED and "SIGKILL" in got["sigkilled/n3"].message
+    assert got["raises/n3"].status is Status.FAILED
+    assert "deliberate failure inside the problem" in got["raises/n3"].message
+    assert got["makes_nan/n3"].status is Status.NAN
+    assert got["sleeps/n3"].status is Status.TIMEOUT and "8 s cell timeout" in got["sleeps/n3"].message
+    assert got["sleeps/n4"].status is Status.SKIPPED and "n3 timed out" in got["sleeps/n4"].message
+    assert got["fine/n3"].status is Status.OK and got["fine/n3"].timing.median > 0
+
+
+def test_small_cell_after_a_big_one_reports_its_own_peak(fault_registry):
+    got = _run(fault_registry, [_cell("big"), _cell("fine")])
+    big, fine = got["big/n3"], got["fine/n3"]
+    assert big.status is Status.OK and fine.status is Status.OK
+    assert big.host_peak_bytes > 900e6
+    assert fine.host_peak_bytes < big.host_peak_bytes / 2
+
+
+def test_dtypes_run_in_separate_workers_and_keep_their_dtype(registry):
+    cells = [Cell("exp_dot_loss", "n10", "grad", "jax", v, "cpu", d)
+             for d in ("float32", "float64") for v in ("eager", "compiled")]
+    workers = []
+    p = runner.Plan(tuple(cells), ())
+    out = runner.run(registry, p, runner.RunOptions(threads=1, policy=QUICK), on_worker=workers.append)
+    assert sorted(w["dtype"] for w in workers) == ["float32", "float64"]
+    assert len({w["pid"] for w in workers}) == 2
+    for m in out:
+        assert m.status is Status.OK, m.message
+        assert m.check.output_dtype == m.cell.dtype and not m.check.dtype_drift
+
+
+def test_killed_run_resumes_without_losing_or_duplicating_cells(tmp_path):
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "adcompare", "run", "--adapter", "jax", "--problem", "f_r2_r3",
+           "--variant", "eager", "--dtype", "float32", "--threads", "1", "--no-progress", "-o", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text().count('"record": "cell"') >= 2:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = out.read_text().count('"record": "cell"')
+    assert before >= 2
+    done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(l) for l in out.read_text().splitlines()[1:] if l.strip()]
+    keys = [l["key"] for l in lines if l.get("record") == "cell"]
+    assert len(keys) == len(set(keys)) == len(load([out]).measurements)
+    assert len(keys) > before
