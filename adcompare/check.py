@@ -1,0 +1,219 @@
+"""Agreement of a cell's result: against the float64 reference, across adapters, and by the adjoint identity.
+
+One error measure throughout, `scaled_error`: the element-wise maximum of |a − b| / max(1, |a| + |b|), relative
+for large entries and absolute for small ones, so a zero in the reference does not make every error infinite.
+
+One tolerance per cell, `tolerance(dtype, reference)`: a base by dtype (what a correct framework's rounding
+reaches in practice, with room for reduction order) plus `REFERENCE_SAFETY` times the reference's own estimated
+error. The same tolerance judges the reference error, the pairwise error and the adjoint error, so `status_of`
+gives the same verdict whoever calls it and the tolerance printed beside each error is the one that was applied.
+
+Dtype drift (a float64 result from a float32 cell) is reported in `Check.dtype_drift` and `describe`, not cast
+away and not a mismatch: the values are compared as returned, in float64, and are right; the drift is a finding
+about the framework (and about its timings) that the report shows next to the cell.
+
+Pairwise agreement and the adjoint test compare one seeded scalar per cell, `Check.projection` (e.g. uᵀ·R·v),
+so cells computed in different workers, runs or machines can be compared without keeping their arrays.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+
+import numpy as np
+
+from .adapter import CellInputs
+from .inputs import cell_inputs
+from .measurement import Check, Measurement
+from .operators import spec
+from .problem import Problem, Size
+from .reference import Reference, reference
+from .status import Status
+
+BASE_TOLERANCE = {"float64": 1e-9, "float32": 1e-4}
+REFERENCE_SAFETY = 10.0  # the Richardson estimate is about 3× the truncation error; 10× more for safety
+PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process
+
+
+def scaled_error(a, b) -> float:
+    """max over elements of |a − b| / max(1, |a| + |b|), in float64; NaN when either side has NaN."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.size == 0 and b.size == 0:
+        return 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a - b) / np.maximum(1.0, np.abs(a) + np.abs(b))
+    return float(np.max(diff))
+
+
+def tolerance(dtype: str, reference: Reference | None = None) -> float:
+    """The base for `dtype` plus `REFERENCE_SAFETY` × the reference's error bound."""
+    base = BASE_TOLERANCE.get(dtype)
+    if base is None:
+        base = 1000 * float(np.finfo(np.dtype(dtype)).eps)
+    return base + (REFERENCE_SAFETY * reference.error_bound if reference is not None else 0.0)
+
+
+def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, inputs: CellInputs,
+                 result: np.ndarray) -> Check:
+    """Compare one cell's result with the float64 reference; fill the projection used by `cross_check`."""
+    size = problem.size(size) if isinstance(size, str) else size
+    result = np.asarray(result)
+    ref = reference(problem, size, operator, inputs)
+    if ref.value is not None and tuple(result.shape) != tuple(ref.value.shape):
+        raise ValueError(f"problem {problem.name!r} at {size.label}: {operator} result has shape "
+                         f"{tuple(result.shape)}, the reference {tuple(ref.value.shape)}")
+    output_dtype = str(result.dtype)
+    base = dict(tolerance=tolerance(dtype, ref), reference_method=ref.method, output_dtype=output_dtype,
+                dtype_drift=output_dtype != dtype)
+    if not np.issubdtype(result.dtype, np.floating) or not np.all(np.isfinite(result)):
+        return Check(error=None, nonfinite=True, **base)
+    r64 = result.astype(np.float64)
+    if ref.value is not None:
+        error = scaled_error(r64, ref.value)
+    else:
+        error = max(scaled_error(d.apply(r64), d.expected) for d in ref.directional)
+    return Check(error=error, projection=projection(problem, size, operator, dtype, r64), **base)
+
+
+def status_of(check: Check) -> Status:
+    """NAN for a non-finite result; MISMATCH when any error (reference, pairwise, adjoint) exceeds the tolerance."""
+    if check.nonfinite:
+        return Status.NAN
+    worst = worst_error(check)
+    if worst is not None and not worst <= check.tolerance:  # `not <=` also catches NaN
+        return Status.MISMATCH
+    return Status.OK
+
+
+def worst_error(check: Check) -> float | None:
+    """The largest of the reference, pairwise and adjoint errors that were computed (None when none was)."""
+    errors = [e for e in (check.error, check.pairwise_error, check.adjoint_error) if e is not None]
+    if not errors:
+        return None
+    return math.nan if any(math.isnan(e) for e in errors) else max(errors)
+
+
+def describe(check: Check) -> str:
+    """One line for messages and tables: each error beside the tolerance, the method, and any dtype drift."""
+    if check.nonfinite:
+        text = "result contains NaN or Inf"
+    else:
+        parts = [f"{name} {value:.2e}" for name, value in (("error", check.error), ("pairwise", check.pairwise_error),
+                                                            ("adjoint", check.adjoint_error)) if value is not None]
+        text = f"{', '.join(parts) or 'not compared'} (tolerance {check.tolerance:.1e}; {check.reference_method})"
+    if check.dtype_drift:
+        text += f"; dtype drift: result is {check.output_dtype}"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The seeded projection
+
+
+@lru_cache(maxsize=64)
+def _seeded_vectors(problem: Problem, size: Size, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """u (shape of f(x)) and v (shape of wrt): the very cotangent and tangent the vjp and jvp cells are given."""
+    u = cell_inputs(problem, size, "vjp", dtype).cotangent
+    v = cell_inputs(problem, size, "jvp", dtype).tangent
+    return np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+
+
+def _contract(left: np.ndarray | None, r: np.ndarray, right: np.ndarray | None) -> float:
+    if right is not None:
+        r = np.tensordot(r, right, axes=right.ndim)
+    if left is not None:
+        r = np.tensordot(left, r, axes=left.ndim)
+    return float(r)
+
+
+def projection(problem: Problem, size: Size, operator: str, dtype: str, result: np.ndarray) -> float:
+    """A seeded scalar fingerprint of a result, equal across processes and machines for equal results.
+
+    Built from the cell's own seeded u and v so that jvp gives ⟨u, J·v⟩ and vjp gives ⟨uᵀ·J, v⟩ (the adjoint
+    identity), jacfwd/jacrev give uᵀ·J·v (the same number), hvp ⟨H·v, v⟩ and hessian vᵀ·H·v (the same number).
+    """
+    r = np.asarray(result, dtype=np.float64)
+    if spec(operator).per_example:
+        w = np.random.default_rng(PROJECTION_SEED).standard_normal(r.shape)
+        return float(np.vdot(w, r))
+    u, v = _seeded_vectors(problem, size, dtype)
+    left, right = {
+        "value": (u, None), "jvp": (u, None), "vjp": (None, v), "grad": (None, v),
+        "jacfwd": (u, v), "jacrev": (u, v), "hvp": (None, v), "hessian": (v, v),
+    }[operator]
+    return _contract(left, r, right)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Across cells
+
+
+def _comparable(m: Measurement) -> bool:
+    return (m.status in (Status.OK, Status.MISMATCH) and m.check is not None and m.check.projection is not None
+            and math.isfinite(m.check.projection))
+
+
+def _name(m: Measurement) -> str:
+    return f"{m.cell.adapter}/{m.cell.variant}/{m.cell.device}"
+
+
+def cross_check(measurements: Sequence[Measurement]) -> list[Measurement]:
+    """Pairwise agreement and the adjoint identity across finished cells; same order, updated copies.
+
+    Pairwise: among cells with equal `Cell.comparable`, a cell's pairwise error is the smallest error within
+    which it agrees with at least half of the others — with three or more cells the odd one out is flagged and
+    the majority is not; two that disagree are both flagged, since nothing says which is right.
+    Adjoint: an adapter's jvp and vjp cells (same variant, device, dtype, problem, size) must give
+    ⟨u, J·v⟩ = ⟨Jᵀ·u, v⟩ for the seeded u, v. An `ok` cell beyond its tolerance becomes `mismatch`.
+    """
+    out = list(measurements)
+    notes: dict[int, list[str]] = defaultdict(list)
+    updates: dict[int, dict] = defaultdict(dict)
+
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, m in enumerate(out):
+        if _comparable(m):
+            groups[m.cell.comparable].append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for i in members:
+            p = out[i].check.projection
+            others = sorted((scaled_error(p, out[j].check.projection), j) for j in members if j != i)
+            error = others[math.ceil(len(others) / 2) - 1][0]
+            updates[i]["pairwise_error"] = error
+            if not error <= out[i].check.tolerance:
+                away = [(e, j) for e, j in others if not e <= out[i].check.tolerance]
+                named = ", ".join(f"{_name(out[j])} ({out[j].check.projection:.10g}, error {e:.1e})"
+                                  for e, j in away[-3:][::-1])
+                notes[i].append(f"disagrees with {len(away)} of {len(others)} other cells on the seeded projection "
+                                f"({p:.10g}): {named}; tolerance {out[i].check.tolerance:.1e}")
+
+    pairs: dict[tuple, dict[str, int]] = defaultdict(dict)
+    for i, m in enumerate(out):
+        if m.cell.operator in ("jvp", "vjp") and _comparable(m):
+            c = m.cell
+            pairs[(c.adapter, c.variant, c.device, c.dtype, c.problem, c.size)][c.operator] = i
+    for pair in pairs.values():
+        if len(pair) != 2:
+            continue
+        i, j = pair["jvp"], pair["vjp"]
+        error = scaled_error(out[i].check.projection, out[j].check.projection)
+        for a, b in ((i, j), (j, i)):
+            updates[a]["adjoint_error"] = error
+            if not error <= out[a].check.tolerance:
+                notes[a].append(f"adjoint identity fails against {out[b].cell.id}: ⟨u, J·v⟩ = "
+                                f"{out[i].check.projection:.10g}, ⟨Jᵀ·u, v⟩ = {out[j].check.projection:.10g}, "
+                                f"error {error:.1e} > tolerance {out[a].check.tolerance:.1e}")
+
+    for i, fields in updates.items():
+        m = out[i]
+        check = replace(m.check, **fields)
+        status = Status.MISMATCH if m.status is Status.OK and status_of(check) is Status.MISMATCH else m.status
+        message = "; ".join([m.message, *notes[i]] if m.message else notes[i])
+        out[i] = replace(m, check=check, status=status, message=message)
+    return out

@@ -1,0 +1,421 @@
+"""Independent float64 reference results, computed through the NumPy namespace and never through an AD framework.
+
+A framework's derivative is only worth timing if it is right, and "right" has to be decided by something that
+shares none of its code: the problem evaluated by NumPy (an Array API namespace since NumPy 2) and differenced.
+
+- The point is float64 of the cell's inputs (float64(float32(x)) for float32 cells): the point the framework saw.
+- First derivatives: complex step (exact to rounding) when the problem declares `complex_step_safe` *and* a
+  seeded complex-step directional derivative agrees with central differences (complex step is silently wrong
+  through `abs`, `maximum`, `where`, or NumPy's conjugating `vecdot(x, x)`); otherwise central differences with
+  a step per input scale, h = eps^(1/3)·max(1, |xᵢ|), and a Richardson error estimate (the same difference at 2h).
+- Second derivatives: central differences of that gradient (outer step eps^(1/3) over a complex-step gradient,
+  eps^(1/4) over a central-difference one), again with a Richardson estimate; Hessians are symmetrised.
+- Cost: one NumPy evaluation is priced at the number of array elements it touches (inputs plus output), a
+  deterministic proxy for its flops, so every process and machine picks the same method. A full reference whose
+  differencing would cost more than `FULL_REFERENCE_FLOPS` falls back to directional checks against seeded
+  vectors (J·v; for second order H·v, then wᵀ·H·v) and `Reference.method` says so.
+- Per-example operators: one reference per example bᵢ, differentiating f(wrt, bᵢ).
+
+Results are cached per (problem, size, operator, dtype, inputs) within the process: every adapter and variant of
+a worker checks against the same reference, computed once.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .adapter import CellInputs
+from .operators import spec
+from .problem import Problem, Size
+
+EPS = float(np.finfo(np.float64).eps)
+FULL_REFERENCE_FLOPS = 1e8  # above this much differencing (see `evaluation_cost`), only directional checks
+DIRECTIONS = 3  # seeded directions per directional check
+DIRECTION_SEED = 20240601  # seeds of the directional-check vectors: same everywhere
+COMPLEX_STEP = 1e-20
+# Floors under the Richardson estimates: an estimate can vanish by luck (a quadratic has no third derivative).
+FLOOR = {"complex step": 1e-13, "central": 1e-10, "second order over complex step": 1e-9,
+         "second order over central": 1e-7}
+
+Function = Callable[[np.ndarray], Any]
+
+
+class ReferenceError(ValueError):
+    """The float64 reference itself cannot be computed (not finite at the point, wrong output kind)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Direction:
+    """One directional comparison: contract the result with `left` over its leading axes and `right` over its
+    trailing axes, then compare with `expected` (computed from the differenced function, not from a Jacobian)."""
+
+    expected: np.ndarray
+    right: np.ndarray | None = None
+    left: np.ndarray | None = None
+
+    def apply(self, result: np.ndarray) -> np.ndarray:
+        out = np.asarray(result, dtype=np.float64)
+        if self.right is not None:
+            out = np.tensordot(out, self.right, axes=self.right.ndim)
+        if self.left is not None:
+            out = np.tensordot(self.left, out, axes=self.left.ndim)
+        return np.asarray(out)
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """The expected result of one operator at one point, or directional facts about it, and how good it is."""
+
+    value: np.ndarray | None  # the operator's expected result in float64; None when only directional
+    method: str  # e.g. "complex step, full Jacobian"; says "directional" when that is what was done
+    error_bound: float  # estimated scaled truncation/rounding error of the reference (check.scaled_error units)
+    directional: tuple[Direction, ...] = ()
+    cost: float = 0.0  # the differencing cost in the `evaluation_cost` proxy (evaluations × elements)
+    seconds: float = 0.0  # wall time this process spent computing it
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Differencing primitives
+
+
+@dataclass(frozen=True)
+class _Differ:
+    """Directional derivatives J·v of a function by complex step, or by central differences with step
+    h = eps^exponent / maxᵢ(|vᵢ| / max(1, |xᵢ|)) (so each input moves by eps^exponent of its own scale)."""
+
+    complex_step: bool
+    exponent: float = 1 / 3
+
+    def evaluations(self, estimate: bool) -> int:
+        return 1 if self.complex_step else (4 if estimate else 2)
+
+    @property
+    def floor(self) -> float:
+        return FLOOR["complex step" if self.complex_step else "central"]
+
+    def along(self, f: Function, x: np.ndarray, v: np.ndarray, *, estimate: bool) -> tuple[np.ndarray, float]:
+        """(J·v, estimated scaled error); the estimate is 0.0 when not asked for (central) or the floor."""
+        scale = float(np.max(np.abs(v)))
+        if scale == 0.0:
+            return np.zeros_like(np.asarray(f(x), dtype=np.float64)), 0.0
+        if self.complex_step:
+            h = COMPLEX_STEP / scale
+            return np.imag(np.asarray(f(x + 1j * h * v))) / h, self.floor
+        t = EPS ** self.exponent / float(np.max(np.abs(v) / np.maximum(1.0, np.abs(x))))
+        d1 = _central(f, x, v, t)
+        if not estimate:
+            return d1, 0.0
+        from .check import scaled_error
+
+        return d1, max(scaled_error(d1, _central(f, x, v, 2 * t)), self.floor)
+
+
+def _central(f: Function, x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+    return (np.asarray(f(x + t * v), dtype=np.float64) - np.asarray(f(x - t * v), dtype=np.float64)) / (2 * t)
+
+
+def _jacobian(f: Function, x: np.ndarray, d: _Differ, *, estimate: bool) -> tuple[np.ndarray, float]:
+    """Full Jacobian, f(x).shape + x.shape, one directional derivative per input element."""
+    columns, worst = [], 0.0
+    e = np.zeros(x.size)
+    for i in range(x.size):
+        e[i] = 1.0
+        column, err = d.along(f, x, e.reshape(x.shape), estimate=estimate)
+        e[i] = 0.0
+        columns.append(column)
+        worst = max(worst, err)
+    out_shape = np.shape(columns[0]) if columns else np.shape(f(x))
+    jac = np.stack(columns, axis=-1) if columns else np.zeros((*out_shape, 0))
+    return jac.reshape((*out_shape, *x.shape)), worst
+
+
+@dataclass(frozen=True)
+class _SecondOrder:
+    """Second derivatives of scalar f: central differences (outer) of a complex-step or central (inner) gradient."""
+
+    inner: _Differ
+
+    @property
+    def outer(self) -> _Differ:
+        # Over a complex-step gradient (exact to rounding) the classical eps^(1/3) step is best; over a
+        # central-difference gradient whose noise is eps^(3/4), both steps eps^(1/4) balance noise and truncation.
+        return _Differ(False, 1 / 3 if self.inner.complex_step else 1 / 4)
+
+    @property
+    def floor(self) -> float:
+        return FLOOR["second order over complex step" if self.inner.complex_step else "second order over central"]
+
+    def gradient(self, f: Function) -> Function:
+        return lambda x: _jacobian(f, x, self.inner, estimate=False)[0]
+
+    def hvp(self, f: Function, x: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+        hv, err = self.outer.along(self.gradient(f), x, v, estimate=True)
+        return hv, max(err, self.floor)
+
+    def hessian(self, f: Function, x: np.ndarray) -> tuple[np.ndarray, float]:
+        columns, worst = [], 0.0
+        e = np.zeros(x.size)
+        for i in range(x.size):
+            e[i] = 1.0
+            column, err = self.hvp(f, x, e.reshape(x.shape))
+            e[i] = 0.0
+            columns.append(column.reshape(-1))
+            worst = max(worst, err)
+        h = np.stack(columns, axis=-1)
+        return ((h + h.T) / 2).reshape((*x.shape, *x.shape)), worst
+
+    def bilinear(self, f: Function, x: np.ndarray, w: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+        """wᵀ·H·v: the directional derivative along w of the directional derivative along v (O(1) evaluations)."""
+        def dv(y: np.ndarray) -> np.ndarray:
+            return self.inner.along(f, y, v, estimate=False)[0]
+
+        out, err = self.outer.along(dv, x, w, estimate=True)
+        return out, max(err, self.floor)
+
+    def gradient_evaluations(self, n: int) -> int:
+        return n * self.inner.evaluations(False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The point, the cost proxy and the choice of differencing
+
+
+@dataclass(frozen=True, eq=False)
+class _Point:
+    """The cell's inputs in float64, bound through NumPy."""
+
+    x: np.ndarray
+    constants: dict[str, Any]
+    batch: np.ndarray | None
+    tangent: np.ndarray | None
+    cotangent: np.ndarray | None
+    digest: str
+
+    def function(self, problem: Problem) -> Function:
+        return problem.bind(np, self.constants)
+
+    def examples(self, problem: Problem) -> list[Function]:
+        fn = problem.bind(np, self.constants)
+        return [(lambda w, b=b: fn(w, b)) for b in self.batch]
+
+
+def _float64(value: Any) -> Any:
+    array = np.asarray(value)
+    return array.astype(np.float64) if np.issubdtype(array.dtype, np.floating) else value
+
+
+def _point(inputs: CellInputs) -> _Point:
+    h = hashlib.blake2b(digest_size=16)
+    for name, value in [("wrt", inputs.wrt), ("batch", inputs.batch), ("tangent", inputs.tangent),
+                        ("cotangent", inputs.cotangent), *sorted(inputs.constants.items())]:
+        array = np.ascontiguousarray(value) if value is not None else np.zeros(0)
+        h.update(f"{name}:{array.dtype}:{array.shape};".encode())
+        h.update(array.tobytes())
+    opt = lambda a: None if a is None else np.asarray(a, dtype=np.float64)  # noqa: E731
+    return _Point(
+        x=np.asarray(inputs.wrt, dtype=np.float64),
+        constants={k: _float64(v) for k, v in inputs.constants.items()},
+        batch=opt(inputs.batch), tangent=opt(inputs.tangent), cotangent=opt(inputs.cotangent),
+        digest=h.hexdigest(),
+    )
+
+
+def evaluation_cost(point: _Point, out_shape: tuple[int, ...]) -> int:
+    """Price of one NumPy evaluation: elements touched (wrt, constants, one example, output)."""
+    example = 0 if point.batch is None else int(np.prod(point.batch.shape[1:], dtype=np.int64))
+    constants = sum(int(np.size(v)) for v in point.constants.values())
+    return point.x.size + constants + example + int(np.prod(out_shape, dtype=np.int64))
+
+
+def _choose(problem: Problem, f: Function, x: np.ndarray) -> tuple[_Differ, str]:
+    """Complex step where the problem declares it safe and a seeded directional derivative confirms it."""
+    central = _Differ(False)
+    if not problem.complex_step_safe:
+        return central, "central differences (step eps^(1/3)·max(1,|x|), Richardson error estimate)"
+    v = np.random.default_rng(DIRECTION_SEED - 1).standard_normal(x.shape)
+    try:
+        cs, _ = _Differ(True).along(f, x, v, estimate=False)
+    except Exception as exc:  # e.g. a NumPy function that rejects complex input
+        return central, f"central differences (complex step raised {type(exc).__name__}: {exc})"
+    cd, err = central.along(f, x, v, estimate=True)
+    from .check import scaled_error
+
+    gap = scaled_error(cs, cd)
+    if not gap <= max(10 * err, 1e-7):
+        return central, (f"central differences (complex step disagreed with them by {gap:.1e} along a seeded "
+                         f"direction: problem {problem.name!r} is declared complex_step_safe but is not)")
+    return _Differ(True), "complex step"
+
+
+def _directions(shape: tuple[int, ...], salt: int) -> list[np.ndarray]:
+    rng = np.random.default_rng([DIRECTION_SEED, salt])
+    return [rng.standard_normal(shape) for _ in range(DIRECTIONS)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-operator references
+
+
+def _value(problem: Problem, pt: _Point, operator: str) -> Reference:
+    if spec(operator).per_example:  # not an operator today; kept exact if one appears
+        value = np.stack([np.asarray(g(pt.x), dtype=np.float64) for g in pt.examples(problem)])
+    else:
+        value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
+    return Reference(value, "exact (value by NumPy at float64)", 0.0, cost=value.size + pt.x.size)
+
+
+def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
+    op = spec(operator)
+    functions = pt.examples(problem) if op.per_example else [pt.function(problem)]
+    x = pt.x
+    differ, how = _choose(problem, functions[0], x)
+    out_shape = np.shape(functions[0](x))
+    price = evaluation_cost(pt, out_shape)
+
+    if operator == "jvp":
+        jv, err = differ.along(functions[0], x, pt.tangent, estimate=True)
+        return Reference(jv, f"J·v by {how}", err, cost=differ.evaluations(True) * price)
+
+    full_cost = len(functions) * x.size * differ.evaluations(True) * price
+    if full_cost <= budget:
+        jacobians, errs = zip(*(_jacobian(g, x, differ, estimate=True) for g in functions))
+        if op.per_example:
+            value = np.stack(jacobians)
+        elif operator == "vjp":
+            value = np.tensordot(pt.cotangent, jacobians[0], axes=pt.cotangent.ndim)
+        else:  # grad (scalar f: J has the shape of x), jacfwd, jacrev
+            value = jacobians[0]
+        what = "uᵀ·J from the full Jacobian" if operator == "vjp" else "full Jacobian"
+        if op.per_example:
+            what += f", one per example ({len(functions)})"
+        return Reference(value, f"{how}, {what}", max(errs), cost=full_cost)
+
+    vs = _directions(x.shape, salt=1)
+    directions, worst = [], 0.0
+    for v in vs:
+        jvs, errs = zip(*(differ.along(g, x, v, estimate=True) for g in functions))
+        worst = max(worst, *errs)
+        jv = np.stack(jvs) if op.per_example else jvs[0]
+        if operator == "vjp":  # ⟨uᵀJ, v⟩ = ⟨u, J·v⟩
+            jv = np.tensordot(pt.cotangent, jv, axes=pt.cotangent.ndim)
+        directions.append(Direction(expected=np.asarray(jv), right=v))
+    lhs = "⟨R, v⟩ vs ⟨u, J·v⟩" if operator == "vjp" else "R·v vs J·v"
+    cost = len(functions) * len(vs) * differ.evaluations(True) * price
+    return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would cost "
+                           f"{full_cost:.1e} > {budget:.0e} flops of differencing)", worst, tuple(directions), cost)
+
+
+def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
+    f, x = pt.function(problem), pt.x
+    differ, inner_how = _choose(problem, f, x)
+    so = _SecondOrder(differ)
+    how = f"central differences of the {'complex-step' if differ.complex_step else 'central-difference'} " \
+          f"gradient ({inner_how})"
+    price = evaluation_cost(pt, ())
+    per_hv = 4 * so.gradient_evaluations(x.size) * price  # outer difference at t and 2t, each two gradients
+    per_bilinear = 4 * differ.evaluations(False) * price
+    n_right = 1 if operator == "hvp" else x.size
+    full_cost = n_right * per_hv
+    if full_cost <= budget:
+        if operator == "hvp":
+            value, err = so.hvp(f, x, pt.tangent)
+            return Reference(value, f"H·v by {how}", err, cost=full_cost)
+        value, err = so.hessian(f, x)
+        return Reference(value, f"{how}, full Hessian (symmetrised)", err, cost=full_cost)
+
+    vs = _directions(x.shape, salt=2)
+    if operator == "hessian" and len(vs) * per_hv <= budget:
+        directions, worst = [], 0.0
+        for v in vs:
+            hv, err = so.hvp(f, x, v)
+            directions.append(Direction(expected=hv, right=v))
+            worst = max(worst, err)
+        return Reference(None, f"directional: R·v vs H·v by {how} for {len(vs)} seeded v (the full Hessian "
+                               f"would cost {full_cost:.1e} > {budget:.0e} flops of differencing)",
+                         worst, tuple(directions), len(vs) * per_hv)
+
+    ws = _directions(x.shape, salt=3)
+    rights = [pt.tangent] if operator == "hvp" else vs
+    directions, worst = [], 0.0
+    for w in ws:
+        for v in rights:
+            whv, err = so.bilinear(f, x, w, v)
+            worst = max(worst, err)
+            if operator == "hvp":
+                directions.append(Direction(expected=whv, left=w))
+            else:
+                directions.append(Direction(expected=whv, left=w, right=v))
+    lhs = "⟨w, R⟩ vs wᵀ·H·v" if operator == "hvp" else "wᵀ·R·v vs wᵀ·H·v"
+    return Reference(None, f"directional: {lhs} by mixed differences ({inner_how}) for "
+                           f"{len(directions)} seeded (w, v) (H·v would cost {per_hv:.1e} > {budget:.0e} flops of "
+                           f"differencing)", worst, tuple(directions), len(directions) * per_bilinear)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Entry point and cache
+
+_CACHE: dict[tuple, Reference] = {}
+_CACHE_LIMIT = 256
+
+
+def reference(problem: Problem, size: Size | str, operator: str, inputs: CellInputs, *,
+              budget: float = FULL_REFERENCE_FLOPS) -> Reference:
+    """The float64 reference for `operator` of `problem` at the cell's inputs (cached within the process).
+
+    `budget` is the differencing cost above which a full reference gives way to directional checks; tests and
+    measurements raise it to time the full reference.
+    """
+    label = size.label if isinstance(size, Size) else str(size)
+    pt = _point(inputs)
+    key = (problem, label, operator, str(np.asarray(inputs.wrt).dtype), pt.digest, budget)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    started = time.perf_counter()
+    ref = _compute(problem, operator, pt, budget)
+    ref = Reference(ref.value, ref.method, ref.error_bound, ref.directional, ref.cost,
+                    time.perf_counter() - started)
+    _verify_finite(problem, label, operator, ref)
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = ref
+    return ref
+
+
+def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Reference:
+    op = spec(operator)
+    if op.order == 0:
+        return _value(problem, pt, operator)
+    if op.takes == "tangent" and pt.tangent is None or op.takes == "cotangent" and pt.cotangent is None:
+        raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a seeded {op.takes}, and the "
+                             f"cell's inputs have none; build them with adcompare.inputs.cell_inputs")
+    if op.per_example and pt.batch is None:
+        raise ReferenceError(f"problem {problem.name!r}: per-example operator {operator!r} needs the batch "
+                             f"argument in CellInputs.batch")
+    if op.scalar_output:
+        g = pt.examples(problem)[0] if op.per_example else pt.function(problem)
+        shape = np.shape(g(pt.x))
+        if shape != ():
+            raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a scalar-valued "
+                                 f"function, f(x) has shape {shape}")
+    if op.order == 2:
+        return _second_order(problem, pt, operator, budget)
+    return _first_order(problem, pt, operator, budget)
+
+
+def _verify_finite(problem: Problem, label: str, operator: str, ref: Reference) -> None:
+    parts = [ref.value] if ref.value is not None else [d.expected for d in ref.directional]
+    if not all(np.all(np.isfinite(p)) for p in parts) or not math.isfinite(ref.error_bound):
+        raise ReferenceError(f"problem {problem.name!r} at {label}: the float64 reference for {operator!r} "
+                             f"({ref.method}) is not finite; the function is not differentiable or not finite "
+                             f"near the seeded point — change its inputs generator")
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
