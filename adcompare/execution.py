@@ -70,6 +70,8 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
         return Measurement(status=Status.FAILED, details=details, **base,
                            message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
                                    f"expected {tuple(want)}")
+    if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
+        return Measurement(status=Status.NAN, message="result contains NaN or Inf", details=details, **base)
     from .check import check_result, status_of
 
     check = check_result(problem, size, cell.operator, cell.dtype, inputs, result)

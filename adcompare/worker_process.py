@@ -66,6 +66,7 @@ class WorkerProcess:
     _reader: int | None = field(default=None, repr=False)
     _buffer: bytes = field(default=b"", repr=False)
     _log: Any = field(default=None, repr=False)
+    _eof: bool = field(default=False, repr=False)
 
     @property
     def alive(self) -> bool:
@@ -93,7 +94,8 @@ class WorkerProcess:
         return record
 
     def _read(self, timeout: float | None) -> dict[str, Any] | None:
-        """The next record, or None on EOF (the worker died) or timeout (then the worker is still running)."""
+        """The next record, or None on EOF (the worker died: `_eof` is set) or on timeout (it is still running)."""
+        self._eof = False
         deadline = None if timeout is None else time.monotonic() + timeout
         with selectors.DefaultSelector() as sel:
             sel.register(self._reader, selectors.EVENT_READ)
@@ -105,6 +107,7 @@ class WorkerProcess:
                     return None
                 chunk = os.read(self._reader, 1 << 16)
                 if not chunk:
+                    self._eof = True  # the pipe closes before the dying process can be reaped
                     return None
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -140,7 +143,7 @@ class WorkerProcess:
         record = self._read(timeout)
         if record is not None:
             return Measurement.from_json(record)
-        if self._proc.poll() is None:
+        if not self._eof:
             self.kill()
             return Measurement(cell, Status.TIMEOUT, f"ran past the {timeout:g} s cell timeout; worker stopped")
         reason = self._death_reason()
