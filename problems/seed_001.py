@@ -1,7 +1,10 @@
-"""Seed 001 (DeHaven & Bordelon, "Automatic Differentiation with JAX"): the R²→R³ example and a scalar loss."""
+"""Seed 001 (DeHaven & Bordelon, "Automatic Differentiation with JAX"): the R²→R³ example, the forward-vs-reverse
+loss, and the control-loop function."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from adcompare import problem
 
@@ -10,7 +13,8 @@ from adcompare import problem
 def f_r2_r3(x, /, *, xp):
     """f(x) = [sin(x₀/x₁) + x₁², x₀² − x₁², x₀³]: R² → R³.
 
-    At x = [1, 0.5] its Jacobian is [[-0.8322937, 2.6645875], [2, -1], [3, 0]] (seed 001).
+    At x = [1, 0.5] (the article's point, used as the input) its Jacobian is
+    [[-0.8322937, 2.6645875], [2, -1], [3, 0]] (seed 001).
     Written with `stack` of scalars, since list-to-array construction is not in the Array API.
     """
     x0, x1 = x[0], x[1]
@@ -19,14 +23,14 @@ def f_r2_r3(x, /, *, xp):
 
 @f_r2_r3.inputs
 def _(rng, n):
-    return {"x": rng.uniform(0.5, 1.5, size=n)}
+    return {"x": np.array([1.0, 0.5])}
 
 
 @problem(sizes=[10, 100, 1_000, 10_000], wrt="x", tags=("scalar-output", "wide"), complex_step_safe=True)
 def exp_dot_loss(x, /, *, x_star, xp):
     """loss(x) = sin(exp(x*·x / √n)): Rⁿ → R (seed 001's forward-vs-reverse example, n up to 10,000).
 
-    Reverse mode needs one sweep, forward mode n: the seed's jacrev is ~100× faster than jacfwd at n = 10,000.
+    Reverse mode needs one sweep, forward mode n: the seed's jacrev is ~83× faster than jacfwd at n = 10,000.
     """
     return xp.sin(xp.exp(xp.vecdot(x_star, x) / math.sqrt(x.shape[-1])))
 
@@ -34,3 +38,49 @@ def exp_dot_loss(x, /, *, x_star, xp):
 @exp_dot_loss.inputs
 def _(rng, n):
     return {"x": rng.standard_normal(n), "x_star": rng.standard_normal(n)}
+
+
+@problem(
+    sizes=[10, 100, 1_000, 10_000],
+    wrt="z",
+    tags=("scalar-output", "wide", "control-flow"),
+    compilable=False,
+)
+def control_loop(z, /, *, xp):
+    """f(z) = Σᵢ zᵢ⁽ᵏ⁾ after k steps of z ← sin(z²), with k = ⌊max(z)⌋ read from the data: Rⁿ → R (seed 001).
+
+    Written as the article writes it: `int(max(z))` needs a concrete value, so it runs eagerly (the derivative
+    is defined wherever max(z) is not an integer, k being locally constant) and must fail under a tracing
+    compiler (jax.jit, tf.function), which `compilable=False` declares. The seeded standard-normal inputs give
+    k = 1, 2, 3, 3 at n = 10, 100, 1,000, 10,000 (the article's n = 100 example has k = 2 too).
+    See `control_loop_static` for the compilable form.
+    """
+    for _ in range(int(xp.max(z))):
+        z = xp.sin(z**2)
+    return xp.sum(z)
+
+
+@control_loop.inputs
+def _(rng, n):
+    return {"z": rng.standard_normal(n)}
+
+
+STATIC_STEPS = 3
+
+
+@problem(sizes=[10, 100, 1_000, 10_000], wrt="z", tags=("scalar-output", "wide", "control-flow"),
+         complex_step_safe=True)
+def control_loop_static(z, /, *, xp):
+    """f(z) = Σᵢ zᵢ⁽³⁾ after k = 3 steps of z ← sin(z²): Rⁿ → R, `control_loop` with the loop count fixed.
+
+    A Python loop with a static count unrolls under a compiler, so this one compiles; k = 3 is what the data-
+    dependent version reads at n ≥ 1,000. Compare it with `control_loop` to see the price of data-dependence.
+    """
+    for _ in range(STATIC_STEPS):
+        z = xp.sin(z**2)
+    return xp.sum(z)
+
+
+@control_loop_static.inputs
+def _(rng, n):
+    return {"z": rng.standard_normal(n)}
