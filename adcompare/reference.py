@@ -10,10 +10,12 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   a step per input scale, h = eps^(1/3)·max(1, |xᵢ|), and a Richardson error estimate (the same difference at 2h).
 - Second derivatives: central differences of that gradient (outer step eps^(1/3) over a complex-step gradient,
   eps^(1/4) over a central-difference one), again with a Richardson estimate; Hessians are symmetrised.
-- Cost: one NumPy evaluation is priced at the number of array elements it touches (inputs plus output), a
-  deterministic proxy for its flops, so every process and machine picks the same method. A full reference whose
-  differencing would cost more than `FULL_REFERENCE_FLOPS` falls back to directional checks against seeded
-  vectors (J·v; for second order H·v, then wᵀ·H·v) and `Reference.method` says so.
+- Cost: one NumPy evaluation is priced at the array elements it touches (inputs plus output) plus a fixed
+  `EVALUATION_OVERHEAD` for the Python and dispatch cost of calling the problem (measured here: ~35 µs per call
+  against ~1 ns per element), a deterministic proxy for its flops, so every process and machine picks the same
+  method; one unit is about a nanosecond on this project's CPU box. A full reference whose differencing would
+  cost more than `FULL_REFERENCE_BUDGET` (~2 s) falls back to directional checks against seeded vectors (J·v;
+  for second order H·v, then wᵀ·H·v) and `Reference.method` says so.
 - Per-example operators: one reference per example bᵢ, differentiating f(wrt, bᵢ).
 
 Results are cached per (problem, size, operator, dtype, inputs) within the process: every adapter and variant of
@@ -35,7 +37,8 @@ from .operators import spec
 from .problem import Problem, Size
 
 EPS = float(np.finfo(np.float64).eps)
-FULL_REFERENCE_FLOPS = 1e8  # above this much differencing (see `evaluation_cost`), only directional checks
+FULL_REFERENCE_BUDGET = 2e9  # above this much differencing (see `evaluation_cost`), only directional checks
+EVALUATION_OVERHEAD = 30_000  # per-call cost of evaluating a problem through NumPy, in element units
 DIRECTIONS = 3  # seeded directions per directional check
 DIRECTION_SEED = 20240601  # seeds of the directional-check vectors: same everywhere
 COMPLEX_STEP = 1e-20
@@ -195,7 +198,8 @@ class _Point:
     batch: np.ndarray | None
     tangent: np.ndarray | None
     cotangent: np.ndarray | None
-    digest: str
+    digest: str  # of everything, tangent and cotangent included
+    where: str  # of the point alone (wrt, constants, batch): keys what several operators share
 
     def function(self, problem: Problem) -> Function:
         return problem.bind(np, self.constants)
@@ -212,8 +216,10 @@ def _float64(value: Any) -> Any:
 
 def _point(inputs: CellInputs) -> _Point:
     h = hashlib.blake2b(digest_size=16)
-    for name, value in [("wrt", inputs.wrt), ("batch", inputs.batch), ("tangent", inputs.tangent),
-                        ("cotangent", inputs.cotangent), *sorted(inputs.constants.items())]:
+    for name, value in [("wrt", inputs.wrt), ("batch", inputs.batch), *sorted(inputs.constants.items()),
+                        ("tangent", inputs.tangent), ("cotangent", inputs.cotangent)]:
+        if name == "tangent":
+            where = h.hexdigest()
         array = np.ascontiguousarray(value) if value is not None else np.zeros(0)
         h.update(f"{name}:{array.dtype}:{array.shape};".encode())
         h.update(array.tobytes())
@@ -222,15 +228,15 @@ def _point(inputs: CellInputs) -> _Point:
         x=np.asarray(inputs.wrt, dtype=np.float64),
         constants={k: _float64(v) for k, v in inputs.constants.items()},
         batch=opt(inputs.batch), tangent=opt(inputs.tangent), cotangent=opt(inputs.cotangent),
-        digest=h.hexdigest(),
+        digest=h.hexdigest(), where=where,
     )
 
 
 def evaluation_cost(point: _Point, out_shape: tuple[int, ...]) -> int:
-    """Price of one NumPy evaluation: elements touched (wrt, constants, one example, output)."""
+    """Price of one NumPy evaluation: elements touched (wrt, constants, one example, output) plus the overhead."""
     example = 0 if point.batch is None else int(np.prod(point.batch.shape[1:], dtype=np.int64))
     constants = sum(int(np.size(v)) for v in point.constants.values())
-    return point.x.size + constants + example + int(np.prod(out_shape, dtype=np.int64))
+    return EVALUATION_OVERHEAD + point.x.size + constants + example + int(np.prod(out_shape, dtype=np.int64))
 
 
 def _choose(problem: Problem, f: Function, x: np.ndarray) -> tuple[_Differ, str]:
@@ -267,7 +273,7 @@ def _value(problem: Problem, pt: _Point, operator: str) -> Reference:
         value = np.stack([np.asarray(g(pt.x), dtype=np.float64) for g in pt.examples(problem)])
     else:
         value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
-    return Reference(value, "exact (value by NumPy at float64)", 0.0, cost=value.size + pt.x.size)
+    return Reference(value, "exact (value by NumPy at float64)", 0.0, cost=evaluation_cost(pt, value.shape))
 
 
 def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
@@ -284,7 +290,12 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
 
     full_cost = len(functions) * x.size * differ.evaluations(True) * price
     if full_cost <= budget:
-        jacobians, errs = zip(*(_jacobian(g, x, differ, estimate=True) for g in functions))
+        key = (problem, pt.where, "jacobians", op.per_example, differ)
+        if key not in _SHARED:  # grad, vjp, jacfwd and jacrev all derive from the same Jacobians
+            if len(_SHARED) >= _CACHE_LIMIT // 8:
+                _SHARED.pop(next(iter(_SHARED)))
+            _SHARED[key] = tuple(zip(*(_jacobian(g, x, differ, estimate=True) for g in functions)))
+        jacobians, errs = _SHARED[key]
         if op.per_example:
             value = np.stack(jacobians)
         elif operator == "vjp":
@@ -308,7 +319,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     lhs = "⟨R, v⟩ vs ⟨u, J·v⟩" if operator == "vjp" else "R·v vs J·v"
     cost = len(functions) * len(vs) * differ.evaluations(True) * price
     return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would cost "
-                           f"{full_cost:.1e} > {budget:.0e} flops of differencing)", worst, tuple(directions), cost)
+                           f"{full_cost:.1e} > {budget:.1e} units of differencing)", worst, tuple(directions), cost)
 
 
 def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
@@ -337,7 +348,7 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
             directions.append(Direction(expected=hv, right=v))
             worst = max(worst, err)
         return Reference(None, f"directional: R·v vs H·v by {how} for {len(vs)} seeded v (the full Hessian "
-                               f"would cost {full_cost:.1e} > {budget:.0e} flops of differencing)",
+                               f"would cost {full_cost:.1e} > {budget:.1e} units of differencing)",
                          worst, tuple(directions), len(vs) * per_hv)
 
     ws = _directions(x.shape, salt=3)
@@ -353,24 +364,26 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
                 directions.append(Direction(expected=whv, left=w, right=v))
     lhs = "⟨w, R⟩ vs wᵀ·H·v" if operator == "hvp" else "wᵀ·R·v vs wᵀ·H·v"
     return Reference(None, f"directional: {lhs} by mixed differences ({inner_how}) for "
-                           f"{len(directions)} seeded (w, v) (H·v would cost {per_hv:.1e} > {budget:.0e} flops of "
-                           f"differencing)", worst, tuple(directions), len(directions) * per_bilinear)
+                           f"{len(directions)} seeded (w, v) (H·v would cost {per_hv:.1e} > {budget:.1e} "
+                           f"units of differencing)", worst, tuple(directions), len(directions) * per_bilinear)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Entry point and cache
 
 _CACHE: dict[tuple, Reference] = {}
+_SHARED: dict[tuple, Any] = {}  # intermediate results shared between operators (full Jacobians)
 _CACHE_LIMIT = 256
 
 
 def reference(problem: Problem, size: Size | str, operator: str, inputs: CellInputs, *,
-              budget: float = FULL_REFERENCE_FLOPS) -> Reference:
+              budget: float | None = None) -> Reference:
     """The float64 reference for `operator` of `problem` at the cell's inputs (cached within the process).
 
-    `budget` is the differencing cost above which a full reference gives way to directional checks; tests and
-    measurements raise it to time the full reference.
+    `budget` is the differencing cost above which a full reference gives way to directional checks (default
+    `FULL_REFERENCE_BUDGET`, read at call time); raise it to time the full reference.
     """
+    budget = FULL_REFERENCE_BUDGET if budget is None else budget
     label = size.label if isinstance(size, Size) else str(size)
     pt = _point(inputs)
     key = (problem, label, operator, str(np.asarray(inputs.wrt).dtype), pt.digest, budget)
@@ -419,3 +432,4 @@ def _verify_finite(problem: Problem, label: str, operator: str, ref: Reference) 
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _SHARED.clear()

@@ -1,0 +1,212 @@
+"""The float64 reference against closed-form derivatives, in every mode it can take (complex step, central
+differences, full, directional, per example, second order), and its refusals."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from adcompare import problem
+from adcompare import reference as ref_module
+from adcompare.adapter import CellInputs
+from adcompare.check import scaled_error
+from adcompare.inputs import cell_inputs
+from adcompare.reference import Reference, ReferenceError, reference
+
+
+@pytest.fixture(scope="module")
+def problems(registry):
+    return {name: registry.problem(name) for name in ("f_r2_r3", "exp_dot_loss", "linear_layer")}
+
+
+def central_only(p):
+    """The same problem, declared unsafe for the complex step, so the reference uses central differences."""
+    return dataclasses.replace(p, complex_step_safe=False)
+
+
+# ----------------------------------------------------------------------------------------------- closed forms
+
+
+def f_r2_r3_jacobian(x):
+    x0, x1 = x
+    c = np.cos(x0 / x1)
+    return np.array([[c / x1, -c * x0 / x1**2 + 2 * x1], [2 * x0, -2 * x1], [3 * x0**2, 0.0]])
+
+
+def exp_dot_parts(inputs):
+    x, x_star = inputs.wrt.astype(np.float64), inputs.constants["x_star"].astype(np.float64)
+    n = x.size
+    s = x_star @ x / math.sqrt(n)
+    c = np.cos(np.exp(s)) * np.exp(s)
+    dc = c - np.sin(np.exp(s)) * np.exp(2 * s)
+    return c * x_star / math.sqrt(n), dc * np.outer(x_star, x_star) / n
+
+
+def linear_layer_jacobian(X, o):
+    """∂(X @ W)[i, k] / ∂W[p, q] = X[i, p] δ(k, q)."""
+    return np.einsum("ip,kq->ikpq", X, np.eye(o))
+
+
+# ------------------------------------------------------------------------------------------------ first order
+
+
+def test_f_r2_r3_at_the_seed_point_both_methods(problems):
+    p = problems["f_r2_r3"]
+    inputs = CellInputs(wrt=np.array([1.0, 0.5]), constants={}, batch=None, tangent=None, cotangent=None)
+    known = np.array([[-0.8322937, 2.6645875], [2, -1], [3, 0]])  # seed 001's published Jacobian
+    for prob, word in ((p, "complex step"), (central_only(p), "central differences")):
+        r = reference(prob, "n2", "jacfwd", inputs)
+        assert r.method.startswith(word) and "full Jacobian" in r.method
+        assert np.allclose(r.value, known, atol=1e-7)
+        assert scaled_error(r.value, f_r2_r3_jacobian([1.0, 0.5])) <= r.error_bound
+
+
+@pytest.mark.parametrize("central", [False, True], ids=["complex-step", "central"])
+@pytest.mark.parametrize("operator", ["grad", "jacrev", "vjp", "jvp"])
+def test_exp_dot_loss_first_order_within_its_error_bound(problems, operator, central):
+    p = problems["exp_dot_loss"]
+    p = central_only(p) if central else p
+    inputs = cell_inputs(p, p.size("n100"), operator, "float64")
+    grad, _ = exp_dot_parts(inputs)
+    want = {"grad": lambda: grad, "jacrev": lambda: grad, "vjp": lambda: inputs.cotangent * grad,
+            "jvp": lambda: grad @ inputs.tangent}[operator]()
+    r = reference(p, "n100", operator, inputs)
+    assert r.value is not None and r.value.shape == np.shape(want)
+    error = scaled_error(r.value, want)
+    assert error <= r.error_bound, (error, r)
+    assert r.error_bound < (1e-8 if central else 1e-12)
+    assert ("central" in r.method) == central
+
+
+def test_float32_cells_are_referenced_at_float64_of_the_float32_point(problems):
+    """The framework saw float32(x); the reference must differentiate there, not at the float64 x."""
+    p = problems["exp_dot_loss"]
+    size = p.size("n10")
+    x32 = cell_inputs(p, size, "grad", "float32")
+    x64 = cell_inputs(p, size, "grad", "float64")
+    r32, r64 = reference(p, size, "grad", x32), reference(p, size, "grad", x64)
+    assert scaled_error(r32.value, exp_dot_parts(x32)[0]) <= r32.error_bound
+    assert scaled_error(r32.value, r64.value) > 1e-9  # the points differ by float32 rounding, and it shows
+    v32 = reference(p, size, "value", cell_inputs(p, size, "value", "float32"))
+    assert v32.value.dtype == np.float64 and v32.error_bound == 0.0
+    assert v32.value == p.bind(np, {"x_star": x32.constants["x_star"].astype(np.float64)})(x32.wrt.astype(np.float64))
+
+
+def test_per_example_jacobians_one_per_example(problems):
+    p = problems["linear_layer"]
+    size = p.sizes[0]
+    inputs = cell_inputs(p, size, "vmap_jacrev", "float64")
+    r = reference(p, size, "vmap_jacrev", inputs)
+    o = inputs.wrt.shape[1]
+    want = np.stack([linear_layer_jacobian(x[None, :], o)[0] for x in inputs.batch])  # (B, o, p, o)
+    assert r.value.shape == want.shape and scaled_error(r.value, want) <= r.error_bound
+    assert "one per example" in r.method
+
+
+def test_complex_step_is_refused_where_a_problem_wrongly_claims_it_is_safe():
+    """Complex step through `abs` is silently wrong; the seeded cross-check catches it and says so."""
+    @problem(sizes=[4], wrt="x", complex_step_safe=True)
+    def abs_times_x(x, /, *, xp):
+        return xp.abs(x) * x
+
+    @abs_times_x.inputs
+    def _(rng, n):
+        return {"x": rng.standard_normal(n)}
+
+    p = abs_times_x.build()
+    inputs = cell_inputs(p, p.sizes[0], "jacfwd", "float64")
+    r = reference(p, p.sizes[0], "jacfwd", inputs)
+    assert "complex step disagreed" in r.method and "'abs_times_x'" in r.method
+    assert scaled_error(r.value, np.diag(2 * np.abs(inputs.wrt))) <= r.error_bound
+
+
+# ----------------------------------------------------------------------------------------------- second order
+
+
+@pytest.mark.parametrize("central", [False, True], ids=["over-complex-step", "over-central"])
+def test_hessian_and_hvp_by_differencing_the_gradient(problems, central):
+    p = problems["exp_dot_loss"]
+    p = central_only(p) if central else p
+    size = p.size("n10")
+    inputs = cell_inputs(p, size, "hvp", "float64")
+    _, hess = exp_dot_parts(inputs)
+    h = reference(p, size, "hessian", cell_inputs(p, size, "hessian", "float64"))
+    hv = reference(p, size, "hvp", inputs)
+    assert "full Hessian" in h.method and np.array_equal(h.value, h.value.T)
+    assert scaled_error(h.value, hess) <= h.error_bound
+    assert scaled_error(hv.value, hess @ inputs.tangent) <= hv.error_bound
+    assert h.error_bound <= (1e-6 if central else 1e-8)
+
+
+# ----------------------------------------------------------------------------------------------- directional
+
+
+def test_over_budget_references_are_directional_and_say_so(problems, monkeypatch):
+    p = problems["exp_dot_loss"]
+    size = p.size("n100")
+    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e6)  # between one H·v and a full Jacobian
+    inputs = cell_inputs(p, size, "grad", "float64")
+    grad, hess = exp_dot_parts(inputs)
+
+    g = reference(p, size, "grad", inputs)
+    assert g.value is None and g.method.startswith("directional: R·v vs J·v") and "1.0e+06" in g.method
+    assert len(g.directional) == ref_module.DIRECTIONS
+    for d in g.directional:
+        assert scaled_error(d.apply(grad), d.expected) <= g.error_bound
+
+    h = reference(p, size, "hessian", cell_inputs(p, size, "hessian", "float64"))
+    assert h.value is None and "wᵀ·R·v vs wᵀ·H·v" in h.method
+    for d in h.directional:
+        assert scaled_error(d.apply(hess), d.expected) <= h.error_bound
+
+    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e8)  # H·v affordable, the full Hessian not
+    h = reference(p, size, "hessian", cell_inputs(p, size, "hessian", "float64"))
+    assert h.method.startswith("directional: R·v vs H·v")
+    for d in h.directional:
+        assert d.expected.shape == (100,) and scaled_error(d.apply(hess), d.expected) <= h.error_bound
+
+
+# ---------------------------------------------------------------------------------------------------- refusals
+
+
+def test_cached_per_cell_and_shared_between_jacobian_operators(problems):
+    p = problems["linear_layer"]
+    size = p.sizes[1]
+    ref_module.clear_cache()
+    a = reference(p, size, "jacfwd", cell_inputs(p, size, "jacfwd", "float64"))
+    assert reference(p, size, "jacfwd", cell_inputs(p, size, "jacfwd", "float64")) is a
+    b = reference(p, size, "jacrev", cell_inputs(p, size, "jacrev", "float64"))
+    assert b is not a and b.value is a.value  # one Jacobian, differenced once
+    c = reference(p, size, "jacfwd", cell_inputs(p, size, "jacfwd", "float32"))
+    assert c is not a
+
+
+def test_a_reference_that_is_not_finite_is_an_error_naming_the_problem():
+    @problem(sizes=[3], wrt="x")
+    def log_of_negative(x, /, *, xp):
+        return xp.log(x)
+
+    @log_of_negative.inputs
+    def _(rng, n):
+        return {"x": -1.0 - rng.uniform(size=n)}
+
+    p = log_of_negative.build()
+    with pytest.raises(ReferenceError, match="'log_of_negative'.*not finite"), np.errstate(invalid="ignore"):
+        reference(p, p.sizes[0], "jacfwd", cell_inputs(p, p.sizes[0], "jacfwd", "float64"))
+
+
+def test_a_scalar_operator_on_a_vector_function_is_refused(problems):
+    p = problems["f_r2_r3"]
+    inputs = cell_inputs(p, p.sizes[0], "jacfwd", "float64")
+    with pytest.raises(ReferenceError, match=r"'f_r2_r3'.*'grad'.*scalar-valued.*\(3,\)"):
+        reference(p, p.sizes[0], "grad", inputs)
+
+
+def test_reference_is_a_plain_record(problems):
+    p = problems["f_r2_r3"]
+    r = reference(p, "n2", "value", cell_inputs(p, p.sizes[0], "value", "float64"))
+    assert isinstance(r, Reference) and r.method == "exact (value by NumPy at float64)" and r.seconds >= 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.method = "x"
