@@ -343,10 +343,10 @@ class TorchAdapter(Adapter):
             args = (w.requires_grad_(True),) + args[1:]
             return Prepared(lambda: fn(*args), details=details)
 
-        fn = build_func_operator(torch, request.operator, f)
         if request.operator in FORWARD_MODE and request.dtype != "float64":
-            fn = with_scalar_fix(fn)
+            f = with_scalar_fix(f)  # around the problem only: Dynamo cannot trace torch.func's own code under it
             details["scalar_fix"] = SCALAR_FIX
+        fn = build_func_operator(torch, request.operator, f)
         if request.variant == "eager":
             return Prepared(lambda: fn(*args), details=details)
         return self._prepare_compiled(torch, fn, args, details)
@@ -365,7 +365,9 @@ class TorchAdapter(Adapter):
         def run() -> Any:
             try:
                 return compiled(*args)
-            except torch._dynamo.exc.Unsupported as exc:
+            except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
+                # Unsupported: a construct Dynamo cannot trace; UserError: a guard on a data-dependent value
+                # (Python control flow on a tensor). Either one breaks the graph, which fullgraph forbids.
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise CellFailure(f"graph break under torch.compile(fullgraph=True): {first}; the compiled "
                                   f"variant does not fall back to eager") from exc
