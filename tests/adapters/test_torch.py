@@ -18,7 +18,7 @@ from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.inputs import cell_inputs  # noqa: E402
 from adcompare.namespace_probes import PROBES, probe_input  # noqa: E402
 from adcompare.operators import OPERATORS, applicable, expected_shape, spec  # noqa: E402
-from adcompare.problem import example_output_shape, output_shape, problem, problems_in  # noqa: E402
+from adcompare.problem import example_output_shape, output_shape, problem  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
 from adcompare.adapters import torch as torch_adapter  # noqa: E402
@@ -72,13 +72,15 @@ def test_probe_value_and_jacobian_through_torch_namespace(adapter, name):
 
 
 # Each fix with the argument form that broke compat: a Python scalar operand, or sign's NaN mask.
-FIX_PROBES = {
+BREAKING = {
     "sign": PROBES["sign"],
     "maximum": PROBES["maximum"],
     "minimum": PROBES["minimum"],
     "atan2": lambda x, xp: xp.atan2(x, 0.7),
     "logaddexp": lambda x, xp: xp.logaddexp(x, 0.3),
 }
+SPEED = {"vecdot": PROBES["vecdot"]}  # compat's version works, ~20× slower (see FIXES)
+FIX_PROBES = {**BREAKING, **SPEED}
 
 
 def test_every_fix_has_a_probe():
@@ -102,7 +104,7 @@ def test_fix_is_vmappable_traceable_and_right(adapter, name):
     assert torch.isnan(xp.sign(torch.tensor([float("nan"), -2.0])))[0]
 
 
-@pytest.mark.parametrize("name", sorted(FIX_PROBES))
+@pytest.mark.parametrize("name", sorted(BREAKING))
 def test_fix_is_still_needed(name):
     """When array-api-compat fixes a name upstream this fails: drop that entry from FIXES."""
     import array_api_compat.torch as compat
@@ -267,6 +269,6 @@ def test_graph_break_fails_the_compiled_cell(adapter):
     def _(rng, n):
         return {"x": rng.uniform(0.5, 1.5, size=n)}
 
-    (prob,) = problems_in(sys.modules[__name__]) if False else [data_dependent.build()]
+    prob = data_dependent.build()
     with pytest.raises(CellFailure, match="graph break"):
         run(adapter, prob, "grad", "compiled", "float32")
