@@ -10,12 +10,17 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   a step per input scale, h = eps^(1/3)·max(1, |xᵢ|), and a Richardson error estimate (the same difference at 2h).
 - Second derivatives: central differences of that gradient (outer step eps^(1/3) over a complex-step gradient,
   eps^(1/4) over a central-difference one), again with a Richardson estimate; Hessians are symmetrised.
-- Cost: one NumPy evaluation is priced at the array elements it touches (inputs plus output) plus a fixed
-  `EVALUATION_OVERHEAD` for the Python and dispatch cost of calling the problem (measured here: ~35 µs per call
-  against ~1 ns per element), a deterministic proxy for its flops, so every process and machine picks the same
-  method; one unit is about a nanosecond on this project's CPU box. A full reference whose differencing would
-  cost more than `FULL_REFERENCE_BUDGET` (~2 s) falls back to directional checks against seeded vectors (J·v;
-  for second order H·v, then wᵀ·H·v) and `Reference.method` says so.
+- Cost: the number of evaluations a full reference needs times the measured time of one NumPy evaluation
+  (best of three). Counting elements or flops was tried and misjudged by 50× (GMM's evaluation is dominated by
+  n·K·d² work on data that a size count does not see; small problems by ~35 µs of call overhead). A full
+  reference that would take more than `FULL_REFERENCE_BUDGET` seconds falls back to directional checks against
+  seeded vectors (J·v; for second order H·v, then wᵀ·H·v) and `Reference.method` says so. Near the budget,
+  two machines may choose differently; the method is recorded with every check.
+- Rounding: for cells below float64, `rounding_error` estimates what the cell's own precision costs a correct
+  derivative: the complex step evaluated in the matching complex precision (complex64 for float32), which
+  propagates derivatives like forward mode, compared with the float64 reference along seeded directions. It is
+  measured only where the complex step is verified against central differences at float64, whatever the
+  problem declares (it only widens the tolerance; it never replaces the reference).
 - Per-example operators: one reference per example bᵢ, differentiating f(wrt, bᵢ).
 
 Results are cached per (problem, size, operator, dtype, inputs) within the process: every adapter and variant of
@@ -23,6 +28,7 @@ a worker checks against the same reference, computed once.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import time
@@ -37,8 +43,7 @@ from .operators import spec
 from .problem import Problem, Size
 
 EPS = float(np.finfo(np.float64).eps)
-FULL_REFERENCE_BUDGET = 2e9  # above this much differencing (see `evaluation_cost`), only directional checks
-EVALUATION_OVERHEAD = 30_000  # per-call cost of evaluating a problem through NumPy, in element units
+FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made
 DIRECTIONS = 3  # seeded directions per directional check
 DIRECTION_SEED = 20240601  # seeds of the directional-check vectors: same everywhere
 COMPLEX_STEP = 1e-20
@@ -79,8 +84,10 @@ class Reference:
     method: str  # e.g. "complex step, full Jacobian"; says "directional" when that is what was done
     error_bound: float  # estimated scaled truncation/rounding error of the reference (check.scaled_error units)
     directional: tuple[Direction, ...] = ()
-    cost: float = 0.0  # the differencing cost in the `evaluation_cost` proxy (evaluations × elements)
+    cost: float = 0.0  # estimated seconds of differencing, from the timed evaluation (what the budget judged)
     seconds: float = 0.0  # wall time this process spent computing it
+    rounding_error: float = 0.0  # estimated scaled error of a correct derivative computed in the cell's dtype
+    order: int = 1  # 0 value, 1 first derivatives, 2 second derivatives (tolerances differ)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -196,6 +203,7 @@ class _Point:
     x: np.ndarray
     constants: dict[str, Any]
     batch: np.ndarray | None
+    cell: CellInputs  # the same inputs in the cell's dtype, for the rounding probe
     tangent: np.ndarray | None
     cotangent: np.ndarray | None
     digest: str  # of everything, tangent and cotangent included
@@ -228,15 +236,36 @@ def _point(inputs: CellInputs) -> _Point:
         x=np.asarray(inputs.wrt, dtype=np.float64),
         constants={k: _float64(v) for k, v in inputs.constants.items()},
         batch=opt(inputs.batch), tangent=opt(inputs.tangent), cotangent=opt(inputs.cotangent),
-        digest=h.hexdigest(), where=where,
+        digest=h.hexdigest(), where=where, cell=inputs,
     )
 
 
-def evaluation_cost(point: _Point, out_shape: tuple[int, ...]) -> int:
-    """Price of one NumPy evaluation: elements touched (wrt, constants, one example, output) plus the overhead."""
-    example = 0 if point.batch is None else int(np.prod(point.batch.shape[1:], dtype=np.int64))
-    constants = sum(int(np.size(v)) for v in point.constants.values())
-    return EVALUATION_OVERHEAD + point.x.size + constants + example + int(np.prod(out_shape, dtype=np.int64))
+def seconds_per_evaluation(differ: _Differ, f: Function, x: np.ndarray) -> float:
+    """Best of three timed directional derivatives, divided by their evaluations: the unit price of differencing
+    (timing f alone missed the cost of building the perturbed points, 10× for small problems)."""
+    best = math.inf
+    e = np.zeros(x.size)
+    e[0] = 1.0
+    for _ in range(3):
+        started = time.perf_counter()
+        differ.along(f, x, e.reshape(x.shape), estimate=False)
+        best = min(best, time.perf_counter() - started)
+    return best / differ.evaluations(False)
+
+
+def _complex_step_works(f: Function, x: np.ndarray) -> str | None:
+    """None when the complex step agrees with central differences along a seeded direction, else why not."""
+    v = np.random.default_rng(DIRECTION_SEED - 1).standard_normal(x.shape)
+    try:
+        with np.errstate(all="ignore"):
+            cs, _ = _Differ(True).along(f, x, v, estimate=False)
+    except Exception as exc:  # e.g. a NumPy function that rejects complex input
+        return f"complex step raised {type(exc).__name__}: {exc}"
+    cd, err = _Differ(False).along(f, x, v, estimate=True)
+    from .check import scaled_error
+
+    gap = scaled_error(cs, cd)
+    return None if gap <= max(10 * err, 1e-7) else f"complex step disagreed with them by {gap:.1e}"
 
 
 def _choose(problem: Problem, f: Function, x: np.ndarray) -> tuple[_Differ, str]:
@@ -244,19 +273,42 @@ def _choose(problem: Problem, f: Function, x: np.ndarray) -> tuple[_Differ, str]
     central = _Differ(False)
     if not problem.complex_step_safe:
         return central, "central differences (step eps^(1/3)·max(1,|x|), Richardson error estimate)"
-    v = np.random.default_rng(DIRECTION_SEED - 1).standard_normal(x.shape)
-    try:
-        cs, _ = _Differ(True).along(f, x, v, estimate=False)
-    except Exception as exc:  # e.g. a NumPy function that rejects complex input
-        return central, f"central differences (complex step raised {type(exc).__name__}: {exc})"
-    cd, err = central.along(f, x, v, estimate=True)
+    why_not = _complex_step_works(f, x)
+    if why_not is not None:
+        return central, (f"central differences ({why_not} along a seeded direction: problem {problem.name!r} is "
+                         f"declared complex_step_safe but is not)")
+    return _Differ(True), "complex step"
+
+
+def _rounding_error(problem: Problem, pt: _Point, operator: str, differ: _Differ,
+                    directions: list[np.ndarray]) -> float:
+    """Scaled error of J·v computed by complex step in the cell's precision, against the float64 reference."""
+    cell = pt.cell
+    dtype = np.asarray(cell.wrt).dtype
+    if dtype == np.float64 or not np.issubdtype(dtype, np.floating):
+        return 0.0
+    per_example = spec(operator).per_example
+    f64 = pt.examples(problem)[0] if per_example else pt.function(problem)
+    if not differ.complex_step and _complex_step_works(f64, pt.x) is not None:
+        return 0.0
+    f_cell = problem.bind(np, dict(cell.constants))
+    if per_example:
+        example = np.asarray(cell.batch)[0]
+        f_cell = (lambda fn: lambda w: fn(w, example))(f_cell)
     from .check import scaled_error
 
-    gap = scaled_error(cs, cd)
-    if not gap <= max(10 * err, 1e-7):
-        return central, (f"central differences (complex step disagreed with them by {gap:.1e} along a seeded "
-                         f"direction: problem {problem.name!r} is declared complex_step_safe but is not)")
-    return _Differ(True), "complex step"
+    worst = 0.0
+    h = float(np.finfo(dtype).eps) ** 2  # small enough that h² vanishes, large enough not to underflow
+    for v in directions:
+        v_cell = np.asarray(v).astype(dtype)
+        try:
+            with np.errstate(all="ignore"):
+                low = np.imag(np.asarray(f_cell(np.asarray(cell.wrt) + (1j * h) * v_cell))).astype(np.float64) / h
+        except Exception:
+            return 0.0
+        exact, _ = differ.along(f64, pt.x, v_cell.astype(np.float64), estimate=False)
+        worst = max(worst, scaled_error(low, exact))
+    return worst if math.isfinite(worst) else 0.0
 
 
 def _directions(shape: tuple[int, ...], salt: int) -> list[np.ndarray]:
@@ -273,7 +325,7 @@ def _value(problem: Problem, pt: _Point, operator: str) -> Reference:
         value = np.stack([np.asarray(g(pt.x), dtype=np.float64) for g in pt.examples(problem)])
     else:
         value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
-    return Reference(value, "exact (value by NumPy at float64)", 0.0, cost=evaluation_cost(pt, value.shape))
+    return Reference(value, "exact (value by NumPy at float64)", 0.0)
 
 
 def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
@@ -281,13 +333,14 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     functions = pt.examples(problem) if op.per_example else [pt.function(problem)]
     x = pt.x
     differ, how = _choose(problem, functions[0], x)
-    out_shape = np.shape(functions[0](x))
-    price = evaluation_cost(pt, out_shape)
+    price = seconds_per_evaluation(differ, functions[0], x)
 
     if operator == "jvp":
         jv, err = differ.along(functions[0], x, pt.tangent, estimate=True)
-        return Reference(jv, f"J·v by {how}", err, cost=differ.evaluations(True) * price)
+        rounding = _rounding_error(problem, pt, operator, differ, [pt.tangent])
+        return Reference(jv, f"J·v by {how}", err, cost=differ.evaluations(True) * price, rounding_error=rounding)
 
+    rounding = _rounding_error(problem, pt, operator, differ, _directions(x.shape, salt=4))
     full_cost = len(functions) * x.size * differ.evaluations(True) * price
     if full_cost <= budget:
         key = (problem, pt.where, "jacobians", op.per_example, differ)
@@ -305,7 +358,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         what = "uᵀ·J from the full Jacobian" if operator == "vjp" else "full Jacobian"
         if op.per_example:
             what += f", one per example ({len(functions)})"
-        return Reference(value, f"{how}, {what}", max(errs), cost=full_cost)
+        return Reference(value, f"{how}, {what}", max(errs), cost=full_cost, rounding_error=rounding)
 
     vs = _directions(x.shape, salt=1)
     directions, worst = [], 0.0
@@ -318,8 +371,9 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         directions.append(Direction(expected=np.asarray(jv), right=v))
     lhs = "⟨R, v⟩ vs ⟨u, J·v⟩" if operator == "vjp" else "R·v vs J·v"
     cost = len(functions) * len(vs) * differ.evaluations(True) * price
-    return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would cost "
-                           f"{full_cost:.1e} > {budget:.1e} units of differencing)", worst, tuple(directions), cost)
+    return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would take "
+                           f"~{full_cost:.2g} s > {budget:.2g} s of differencing)", worst, tuple(directions), cost,
+                     rounding_error=rounding)
 
 
 def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
@@ -328,7 +382,7 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
     so = _SecondOrder(differ)
     how = f"central differences of the {'complex-step' if differ.complex_step else 'central-difference'} " \
           f"gradient ({inner_how})"
-    price = evaluation_cost(pt, ())
+    price = seconds_per_evaluation(differ, f, x)
     per_hv = 4 * so.gradient_evaluations(x.size) * price  # outer difference at t and 2t, each two gradients
     per_bilinear = 4 * differ.evaluations(False) * price
     n_right = 1 if operator == "hvp" else x.size
@@ -348,7 +402,7 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
             directions.append(Direction(expected=hv, right=v))
             worst = max(worst, err)
         return Reference(None, f"directional: R·v vs H·v by {how} for {len(vs)} seeded v (the full Hessian "
-                               f"would cost {full_cost:.1e} > {budget:.1e} units of differencing)",
+                               f"would take ~{full_cost:.2g} s > {budget:.2g} s of differencing)",
                          worst, tuple(directions), len(vs) * per_hv)
 
     ws = _directions(x.shape, salt=3)
@@ -364,8 +418,8 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
                 directions.append(Direction(expected=whv, left=w, right=v))
     lhs = "⟨w, R⟩ vs wᵀ·H·v" if operator == "hvp" else "wᵀ·R·v vs wᵀ·H·v"
     return Reference(None, f"directional: {lhs} by mixed differences ({inner_how}) for "
-                           f"{len(directions)} seeded (w, v) (H·v would cost {per_hv:.1e} > {budget:.1e} "
-                           f"units of differencing)", worst, tuple(directions), len(directions) * per_bilinear)
+                           f"{len(directions)} seeded (w, v) (H·v would take ~{per_hv:.2g} s > {budget:.2g} s "
+                           f"of differencing)", worst, tuple(directions), len(directions) * per_bilinear)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -392,8 +446,7 @@ def reference(problem: Problem, size: Size | str, operator: str, inputs: CellInp
         return cached
     started = time.perf_counter()
     ref = _compute(problem, operator, pt, budget)
-    ref = Reference(ref.value, ref.method, ref.error_bound, ref.directional, ref.cost,
-                    time.perf_counter() - started)
+    ref = dataclasses.replace(ref, seconds=time.perf_counter() - started, order=spec(operator).order)
     _verify_finite(problem, label, operator, ref)
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))

@@ -1,0 +1,285 @@
+"""The checker has teeth: wrong derivatives (one element off, a framework's wrong `concat`, a disagreeing adapter,
+an adjoint violation, NaN) are caught, and right ones (closed forms, a real framework, dtype drift) pass."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from adcompare import problem
+from adcompare import reference as ref_module
+from adcompare.cell import Cell
+from adcompare.check import (BASE_TOLERANCE, check_result, cross_check, describe, scaled_error, status_of,
+                             tolerance, worst_error)
+from adcompare.inputs import cell_inputs
+from adcompare.measurement import Check, Measurement
+from adcompare.status import Status
+
+PERTURBATION = {"float64": 1e-6, "float32": 1e-3}  # relative, in the largest element: must be caught
+
+
+@pytest.fixture(scope="module")
+def problems(registry):
+    return {name: registry.problem(name) for name in ("f_r2_r3", "exp_dot_loss", "linear_layer")}
+
+
+def correct(name: str, operator: str, inputs) -> np.ndarray:
+    """Closed-form derivatives computed in the cell's dtype, as a correct framework would (rounding included)."""
+    x = inputs.wrt
+    if name == "f_r2_r3":
+        x0, x1 = x[0], x[1]
+        c = np.cos(x0 / x1)
+        return np.stack([np.stack([c / x1, -c * x0 / x1**2 + 2 * x1]), np.stack([2 * x0, -2 * x1]),
+                         np.stack([3 * x0**2, x0 * 0])])
+    if name == "exp_dot_loss":
+        x_star = inputs.constants["x_star"]
+        root = np.sqrt(np.asarray(x.size, dtype=x.dtype))
+        s = x_star @ x / root
+        c = np.cos(np.exp(s)) * np.exp(s)
+        if operator in ("grad", "jacrev", "jacfwd"):
+            return c * x_star / root
+        dc = c - np.sin(np.exp(s)) * np.exp(s) * np.exp(s)
+        hess = dc * np.outer(x_star, x_star) / (root * root)
+        return hess if operator == "hessian" else hess @ inputs.tangent
+    if name == "linear_layer":
+        W = inputs.wrt
+        X = inputs.constants["X"] if inputs.batch is None else inputs.batch
+        eye = np.eye(W.shape[1], dtype=W.dtype)
+        if operator in ("jacfwd", "jacrev"):
+            return np.einsum("ip,kq->ikpq", X, eye)
+        if operator == "jvp":
+            return X @ inputs.tangent
+        if operator == "vjp":
+            return X.T @ inputs.cotangent
+        return np.einsum("bp,kq->bkpq", X, eye)  # vmap_jacfwd / vmap_jacrev
+    raise AssertionError(name)
+
+
+def perturbed(result: np.ndarray, relative: float) -> np.ndarray:
+    """`result` with its largest-magnitude element scaled by (1 + relative), dtype kept."""
+    out = result.copy()
+    i = np.unravel_index(np.argmax(np.abs(out)), out.shape)
+    out[i] = out[i] * (1 + relative)
+    return out
+
+
+def measured(p, size, operator, dtype, result, adapter="a", variant="eager") -> Measurement:
+    size = p.size(size) if isinstance(size, str) else size
+    check = check_result(p, size, operator, dtype, cell_inputs(p, size, operator, dtype), result)
+    return Measurement(Cell(p.name, size.label, operator, adapter, variant, "cpu", dtype), status_of(check),
+                       check=check)
+
+
+CASES = [("f_r2_r3", "n2", "jacfwd"), ("exp_dot_loss", "n100", "grad"), ("exp_dot_loss", "n10", "hessian"),
+         ("exp_dot_loss", "n10", "hvp"), ("linear_layer", "n5-p8-o2", "jacrev"),
+         ("linear_layer", "n5-p8-o2", "vmap_jacfwd"), ("linear_layer", "n5-p8-o2", "vjp")]
+
+
+# ------------------------------------------------------------------------------------------------- the measure
+
+
+def test_scaled_error_is_relative_for_large_values_and_absolute_for_small():
+    assert scaled_error([1e6], [1e6 * (1 + 2e-6)]) == pytest.approx(1e-6, rel=1e-3)
+    assert scaled_error([1e-8], [2e-8]) == pytest.approx(1e-8)
+    assert scaled_error([0.0, 5.0], [0.0, 5.0]) == 0.0
+    assert math.isnan(scaled_error([1.0, np.nan], [1.0, 1.0]))
+    assert tolerance("float32") == BASE_TOLERANCE["float32"] > tolerance("float64") == BASE_TOLERANCE["float64"]
+
+
+# -------------------------------------------------------------------------------------------- vs the reference
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name,size,operator", CASES, ids=["-".join(c) for c in CASES])
+def test_one_element_off_is_a_mismatch_and_rounding_is_ok(problems, name, size, operator, dtype):
+    p = problems[name]
+    right = correct(name, operator, cell_inputs(p, p.size(size), operator, dtype))
+    assert right.dtype == np.dtype(dtype)
+
+    ok = measured(p, size, operator, dtype, right).check
+    assert status_of(ok) is Status.OK, describe(ok)
+    assert not ok.dtype_drift and ok.output_dtype == dtype and ok.projection is not None
+    assert status_of(measured(p, size, operator, dtype, perturbed(right, 4 * np.finfo(dtype).eps)).check) \
+        is Status.OK
+
+    wrong = measured(p, size, operator, dtype, perturbed(right, PERTURBATION[dtype])).check
+    assert status_of(wrong) is Status.MISMATCH, describe(wrong)
+    assert wrong.error > wrong.tolerance > ok.error
+
+
+def test_directional_references_still_catch_one_element_off(problems, monkeypatch):
+    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e-5)
+    p = problems["exp_dot_loss"]
+    inputs = cell_inputs(p, p.size("n100"), "jacrev", "float64")
+    right = correct("exp_dot_loss", "jacrev", inputs)
+    ok = measured(p, "n100", "jacrev", "float64", right).check
+    assert ok.reference_method.startswith("directional") and status_of(ok) is Status.OK
+    assert status_of(measured(p, "n100", "jacrev", "float64", perturbed(right, 1e-6)).check) is Status.MISMATCH
+
+
+def test_a_real_framework_is_within_tolerance_at_both_dtypes(problems):
+    """torch.func on the built-in problems (through array-api-compat) passes; closed forms are not the only judge."""
+    torch = pytest.importorskip("torch")
+    from array_api_compat import torch as xp
+    from torch.func import hessian, jacfwd, jacrev
+
+    for name, size, operator, transform in [("f_r2_r3", "n2", "jacrev", jacrev), ("exp_dot_loss", "n100", "grad", jacrev),
+                                            ("exp_dot_loss", "n10", "hessian", hessian),
+                                            ("linear_layer", "n10-p64-o5", "jacfwd", jacfwd)]:
+        p = problems[name]
+        for dtype in ("float64", "float32"):
+            inputs = cell_inputs(p, p.size(size), operator, dtype)
+            fn = p.bind(xp, {k: torch.from_numpy(v) for k, v in inputs.constants.items()})
+            result = transform(fn)(torch.from_numpy(inputs.wrt)).numpy()
+            check = measured(p, size, operator, dtype, result).check
+            assert status_of(check) is Status.OK, (name, dtype, describe(check))
+
+
+def test_autograd_raw_concat_is_caught_through_the_full_jacobian():
+    """Issue 5: `autograd.numpy.concat` has no derivative rule and gives a silently wrong (zero) Jacobian."""
+    autograd = pytest.importorskip("autograd")
+    anp = pytest.importorskip("autograd.numpy")
+
+    @problem(sizes=[3], wrt="x")
+    def squares_then_sines(x, /, *, xp):
+        return xp.concat([x * x, xp.sin(x)])
+
+    @squares_then_sines.inputs
+    def _(rng, n):
+        return {"x": rng.uniform(0.2, 0.9, size=n)}
+
+    p = squares_then_sines.build()
+    raw = SimpleNamespace(concat=anp.concat, sin=anp.sin)
+    fixed = SimpleNamespace(concat=lambda arrays, axis=0: anp.concatenate(arrays, axis=axis), sin=anp.sin)
+    for dtype in ("float64", "float32"):
+        inputs = cell_inputs(p, p.sizes[0], "jacrev", dtype)
+        for namespace, want in ((raw, Status.MISMATCH), (fixed, Status.OK)):
+            with pytest.warns(UserWarning) if namespace is raw else _no_warning():
+                jac = autograd.jacobian(p.bind(namespace, {}))(inputs.wrt)
+            check = measured(p, p.sizes[0], "jacrev", dtype, np.asarray(jac, dtype=dtype)).check
+            assert status_of(check) is want, describe(check)
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_inf_is_the_nan_status(problems, bad):
+    p = problems["f_r2_r3"]
+    result = correct("f_r2_r3", "jacfwd", cell_inputs(p, p.sizes[0], "jacfwd", "float32"))
+    result[1, 0] = bad
+    check = measured(p, "n2", "jacfwd", "float32", result).check
+    assert check.nonfinite and check.error is None and check.projection is None
+    assert status_of(check) is Status.NAN and "NaN or Inf" in describe(check)
+
+
+def test_dtype_drift_is_reported_not_cast_away(problems):
+    """A float64 result from a float32 cell keeps its dtype, is compared as is, and the drift is recorded."""
+    p = problems["exp_dot_loss"]
+    inputs = cell_inputs(p, p.size("n10"), "grad", "float32")
+    x64 = type(inputs)(inputs.wrt.astype(np.float64), {"x_star": inputs.constants["x_star"].astype(np.float64)},
+                       None, None, None)
+    check = measured(p, "n10", "grad", "float32", correct("exp_dot_loss", "grad", x64)).check
+    assert check.dtype_drift and check.output_dtype == "float64"
+    assert status_of(check) is Status.OK and check.error < 1e-12  # float64 values, compared as float64
+    assert "dtype drift: result is float64" in describe(check)
+
+
+# ------------------------------------------------------------------------------------------ across adapters
+
+
+def test_projections_implement_the_adjoint_identity_and_agree_across_operators(problems):
+    p = problems["linear_layer"]
+    size = p.size("n5-p8-o2")
+    proj = {op: measured(p, size, op, "float64", correct("linear_layer", op, cell_inputs(p, size, op, "float64")))
+            .check.projection for op in ("jvp", "vjp", "jacfwd", "jacrev")}
+    assert max(proj.values()) - min(proj.values()) <= 1e-12 * max(1, abs(proj["jvp"]))  # all uᵀ·J·v
+
+    e = problems["exp_dot_loss"]
+    hv = correct("exp_dot_loss", "hvp", cell_inputs(e, e.size("n10"), "hvp", "float64"))
+    h = correct("exp_dot_loss", "hessian", cell_inputs(e, e.size("n10"), "hessian", "float64"))
+    assert measured(e, "n10", "hvp", "float64", hv).check.projection == \
+        pytest.approx(measured(e, "n10", "hessian", "float64", h).check.projection, rel=1e-12)
+
+
+def test_projection_is_the_same_in_another_process(problems):
+    p = problems["exp_dot_loss"]
+    right = correct("exp_dot_loss", "hessian", cell_inputs(p, p.size("n10"), "hessian", "float32"))
+    here = measured(p, "n10", "hessian", "float32", right).check.projection
+    code = ("import sys, numpy as np; from adcompare import plugins; from adcompare.check import projection; "
+            "p = plugins.load().problem('exp_dot_loss'); "
+            "r = np.frombuffer(sys.stdin.buffer.read(), dtype=np.float32).reshape(10, 10); "
+            "print(repr(projection(p, p.size('n10'), 'hessian', 'float32', r)))")
+    out = subprocess.run([sys.executable, "-c", code], input=right.tobytes(), capture_output=True, check=True)
+    assert float(out.stdout) == here
+
+
+def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",
+          tolerance=1e-9) -> Measurement:
+    check = Check(error=1e-12, tolerance=tolerance, reference_method="m", projection=projection)
+    if status is Status.NAN:
+        check = Check(error=None, tolerance=tolerance, reference_method="m", nonfinite=True)
+    return Measurement(Cell("exp_dot_loss", "n10", operator, cell_adapter, variant, "cpu", "float64"), status,
+                       check=check)
+
+
+def test_cross_check_flags_the_odd_adapter_out_and_keeps_the_majority():
+    ms = [_fake("jax", 2.0), _fake("torch", 2.0 + 1e-12), _fake("autograd", 2.001), _fake("tensorflow", 7.0, status=Status.NAN)]
+    out = cross_check(ms)
+    assert [m.status for m in out] == [Status.OK, Status.OK, Status.MISMATCH, Status.NAN]
+    assert out[0].check.pairwise_error < 1e-12 and out[3].check.pairwise_error is None
+    assert "disagrees with 2 of 2 other cells" in out[2].message and "jax/eager/cpu" in out[2].message
+    assert out[2].check.pairwise_error == pytest.approx(1e-3 / 4.001, rel=1e-6)
+    assert status_of(out[2].check) is Status.MISMATCH  # the verdict survives a reload of the Check alone
+    two = cross_check([_fake("jax", 2.0), _fake("autograd", 2.001)])
+    assert all(m.status is Status.MISMATCH for m in two)  # nothing says which of two is right
+
+
+def test_cross_check_catches_a_wrong_jacobian_the_directional_reference_cannot_see(problems, monkeypatch):
+    """A perturbation orthogonal to every seeded direction passes the directional reference; pairwise sees it."""
+    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e-5)
+    p = problems["exp_dot_loss"]
+    inputs = cell_inputs(p, p.size("n100"), "jacrev", "float64")
+    right = correct("exp_dot_loss", "jacrev", inputs)
+    directions = np.stack([d.right for d in ref_module.reference(p, "n100", "jacrev", inputs).directional])
+    z = np.random.default_rng(5).standard_normal(100)
+    z -= directions.T @ np.linalg.lstsq(directions.T, z, rcond=None)[0]  # orthogonal to every direction
+    wrong = right + 1e-3 * z / np.abs(z).max()
+    ms = [measured(p, "n100", "jacrev", "float64", right, adapter) for adapter in ("jax", "torch")]
+    ms.append(measured(p, "n100", "jacrev", "float64", wrong, "autograd"))
+    assert [m.status for m in ms] == [Status.OK] * 3
+    out = cross_check(ms)
+    assert [m.status for m in out] == [Status.OK, Status.OK, Status.MISMATCH], [m.message for m in out]
+
+
+def test_cross_check_catches_an_adjoint_violation(problems, monkeypatch):
+    p = problems["linear_layer"]
+    size = p.size("n5-p8-o2")
+    jvp = correct("linear_layer", "jvp", cell_inputs(p, size, "jvp", "float64"))
+    vjp = correct("linear_layer", "vjp", cell_inputs(p, size, "vjp", "float64"))
+    good = cross_check([measured(p, size, "jvp", "float64", jvp, "torch"),
+                        measured(p, size, "vjp", "float64", vjp, "torch")])
+    assert [m.status for m in good] == [Status.OK, Status.OK] and good[0].check.adjoint_error < 1e-14
+
+    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e-5)  # a directional vjp reference, blind to…
+    inputs = cell_inputs(p, size, "vjp", "float64")
+    directions = np.stack([d.right.ravel() for d in ref_module.reference(p, size, "vjp", inputs).directional])
+    z = np.random.default_rng(6).standard_normal(vjp.size)
+    z -= directions.T @ np.linalg.lstsq(directions.T, z, rcond=None)[0]  # …anything orthogonal to its directions
+    bad = measured(p, size, "vjp", "float64", vjp + 1e-3 * z.reshape(vjp.shape), "torch")
+    assert bad.status is Status.OK
+    out = cross_check([measured(p, size, "jvp", "float64", jvp, "torch"), bad,
+                       measured(p, size, "jvp", "float64", jvp, "torch", variant="compiled")])
+    assert [m.status for m in out] == [Status.MISMATCH, Status.MISMATCH, Status.OK]  # variants are not paired
+    assert "adjoint identity fails against linear_layer-n5-p8-o2-vjp-torch-eager-float64" in out[0].message
+    assert out[1].check.adjoint_error == out[0].check.adjoint_error > out[1].check.tolerance
+    assert worst_error(out[1].check) >= out[1].check.adjoint_error
