@@ -42,6 +42,9 @@ def _(rng, n):
 def rbf_kernel_map(t, X, /, *, X2, xp):
     """k(X + t, X2) with a shift t ∈ R¹ (zero here): per example xⱼ, R¹ → Rⁿ; for all points, R¹ → R^(n×n).
 
+    X (n, 1) holds the points as rows, so one example is a 1-vector like the thread's x[:1]; X2 (n,) is the
+    same points.
+
     The thread's `grad_kernel_map` is vmap over points xⱼ of jacfwd of k(xⱼ, X) w.r.t. xⱼ. The suite's
     per-example operators keep `wrt` shared and map over the batch, so the point enters as xⱼ + t and the
     derivative is taken w.r.t. the shift t at t = 0, which equals ∂k(xⱼ, X)/∂xⱼ: vmap_jacfwd and vmap_jacrev give
@@ -49,12 +52,11 @@ def rbf_kernel_map(t, X, /, *, X2, xp):
     jacfwd w.r.t. t is the same (n, n, 1) array from a single JVP, since row j of k depends on xⱼ only; jacrev
     needs n² VJPs and is only feasible at n = 100.
     """
-    shifted = xp.expand_dims(X + t, axis=-1)  # (n, 1) for all points, (1, 1) for one
-    r2 = (-2.0 * shifted * X2) + (shifted + X2)
-    return xp.reshape(xp.exp(-0.5 * r2), (*X.shape, X2.shape[0]))
+    shifted = X + t  # (n, 1) for all points, (1,) for one: broadcasting against X2 (n,) gives (n, n) or (n,)
+    return xp.exp(-0.5 * ((-2.0 * shifted * X2) + (shifted + X2)))
 
 
 @rbf_kernel_map.inputs
 def _(rng, n):
     X = np.linspace(-1.0, 1.0, n)
-    return {"t": np.zeros(1), "X": X, "X2": X.copy()}
+    return {"t": np.zeros(1), "X": X[:, None], "X2": X.copy()}

@@ -160,7 +160,7 @@ def test_seed_002_map_shift_derivative_is_the_threads_grad_kernel_map():
     X = np.linspace(-1.0, 1.0, 7)
     t = np.zeros(1)
     for j in (0, 3):
-        per_point = jacobian(lambda s: seed_002.rbf_kernel_map(s, X[j], X2=X, xp=np), t)[:, 0]
+        per_point = jacobian(lambda s: seed_002.rbf_kernel_map(s, X[j:j + 1], X2=X, xp=np), t)[:, 0]
         k = seed_002.rbf_kernel_point(X[j:j + 1], X=X, xp=np)
         np.testing.assert_allclose(per_point, k * (X - 0.5), atol=1e-8)  # ∂/∂x exp(−½(−2xX + x + X))
 
