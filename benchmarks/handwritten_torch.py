@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-OPERATORS = ("value", "grad", "jvp", "vjp", "jacrev", "hvp", "jacfwd", "hessian")
+OPERATORS = ("value", "grad", "jvp", "vjp", "jacrev", "hvp", "jacfwd")  # hessian: 10⁸ entries, add by hand
 VARIANTS = ("eager", "eager-autograd", "compiled")
 
 
@@ -30,9 +30,12 @@ def timeit_blocks(run: Callable[[], Any], sync: Callable[[Any], None], *, block_
     """Median and IQR (seconds per call) over blocks of calibrated length; the sync is inside every call."""
     for _ in range(3):  # warm-up: allocator, caches
         sync(run())
-    start = time.perf_counter()
-    sync(run())
-    per_call = max(time.perf_counter() - start, 1e-7)
+    calls = []
+    for _ in range(5):  # the median of a few single calls: one preempted call must not set the block size
+        start = time.perf_counter()
+        sync(run())
+        calls.append(time.perf_counter() - start)
+    per_call = max(statistics.median(calls), 1e-7)
     number = max(1, math.ceil(block_s / per_call))
     samples: list[float] = []
     spent = 0.0
@@ -71,11 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operators", default=",".join(OPERATORS))
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--cache-dir", help="TORCHINDUCTOR_CACHE_DIR (default: a fresh temporary folder)")
+    parser.add_argument("--cell", help=argparse.SUPPRESS)  # "operator/variant" or "hand": one child process
     args = parser.parse_args(argv)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = args.cache_dir or tempfile.mkdtemp(prefix="inductor-")
+    if args.cell is None:
+        return parent(args)
+    return hand_cell(args) if args.cell == "hand" else adapter_cell(args, *args.cell.split("/"))
 
-    import torch
 
+def adapter_cell(args: argparse.Namespace, operator: str, variant: str) -> int:
+    """One prepared cell of the adapter: a table row, then `MEDIAN <seconds>` for the parent."""
     from adcompare import plugins
     from adcompare.adapter import Request
     from adcompare.inputs import cell_inputs
@@ -84,51 +92,85 @@ def main(argv: list[str] | None = None) -> int:
     adapter = registry.adapter("torch")
     adapter.setup(dtype="float32", device="cpu", threads=args.threads)
     prob = registry.problem("exp_dot_loss")
-    size = prob.size(f"n{args.n}")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), exp_dot_loss n={args.n} float32, "
+    cap = adapter.capability(operator, variant)
+    if not cap.supported:
+        print(f"{operator:<9} {variant:<15} {'—':>11} {'':>9} {'':>9} {'':>12} {'':>9}  unsupported")
+        return 0
+    inputs = cell_inputs(prob, prob.size(f"n{args.n}"), operator, "float32")
+    prepared = adapter.prepare(Request(prob, operator, variant, "cpu", "float32", inputs))
+    start = time.perf_counter()
+    adapter.sync(prepared.run())
+    first = time.perf_counter() - start
+    details = dict(prepared.details)
+    if prepared.after_first_call is not None:
+        details.update(prepared.after_first_call())
+    median, iqr, number = timeit_blocks(prepared.run, adapter.sync)
+    compiled = variant == "compiled"
+    compile_s = f"{first - median:9.2f}" if compiled else f"{'':>9}"
+    note = (f"inductor cache dir {details['inductor_cache_dir_before']}, fx graph {details['inductor_cache']}, "
+            f"recompiles {details['recompiles']}" if compiled else "")
+    note += " (scalar fix)" if "scalar_fix" in details else ""
+    print(f"{operator:<9} {variant:<15} {median * 1e6:11.1f} {iqr * 1e6:9.1f} {number:9d} {first:12.3f} "
+          f"{compile_s}  {note}")
+    print(f"MEDIAN {median!r}")
+    return 0
+
+
+def hand_cell(args: argparse.Namespace) -> int:
+    import torch
+
+    from adcompare import plugins
+    from adcompare.inputs import cell_inputs
+
+    torch.set_num_threads(args.threads)
+    prob = plugins.load().problem("exp_dot_loss")
+    inputs = cell_inputs(prob, prob.size(f"n{args.n}"), "grad", "float32")
+    x, x_star = torch.tensor(inputs.wrt), torch.tensor(inputs.constants["x_star"])
+    for label, fn in handwritten(torch, x, x_star).items():
+        print(f"HAND {timeit_blocks(fn, lambda out: None)[0]!r} {label}")  # CPU: nothing to sync
+    return 0
+
+
+def child(args: argparse.Namespace, cell: str) -> tuple[int, list[str]]:
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--threads", str(args.threads), "--n", str(args.n), "--cell", cell,
+           "--cache-dir", os.environ["TORCHINDUCTOR_CACHE_DIR"]]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return done.returncode, done.stdout.splitlines()
+
+
+def parent(args: argparse.Namespace) -> int:
+    """One child process per cell: compiled code can crash the interpreter (a SIGSEGV is a row, not the end)."""
+    import torch
+
+    print(f"torch {torch.__version__}, {args.threads} thread(s), exp_dot_loss n={args.n} float32, "
           f"inductor cache {os.environ['TORCHINDUCTOR_CACHE_DIR']}")
     print(f"{'operator':<9} {'variant':<15} {'median µs':>11} {'IQR µs':>9} {'calls/blk':>9} "
-          f"{'first call s':>12} {'compile s':>9}  notes")
-    medians: dict[tuple[str, str], float] = {}
+          f"{'first call s':>12} {'compile s':>9}  notes", flush=True)
+    grad: dict[str, float] = {}
     for operator in args.operators.split(","):
         for variant in args.variants.split(","):
-            cap = adapter.capability(operator, variant)
-            if not cap.supported:
-                print(f"{operator:<9} {variant:<15} {'—':>11} {'':>9} {'':>9} {'':>12} {'':>9}  unsupported")
-                continue
-            inputs = cell_inputs(prob, size, operator, "float32")
-            prepared = adapter.prepare(Request(prob, operator, variant, "cpu", "float32", inputs))
-            start = time.perf_counter()
-            out = prepared.run()
-            adapter.sync(out)
-            first = time.perf_counter() - start
-            details = dict(prepared.details)
-            if prepared.after_first_call is not None:
-                details.update(prepared.after_first_call())
-            median, iqr, number = timeit_blocks(prepared.run, adapter.sync)
-            medians[operator, variant] = median
-            compile_s = f"{first - median:9.2f}" if variant == "compiled" else f"{'':>9}"
-            note = (f"cache {details.get('inductor_cache_dir_before')}→{details.get('inductor_cache')}, "
-                    f"recompiles {details.get('recompiles')}" if variant == "compiled" else "")
-            note += " (scalar fix)" if "scalar_fix" in details else ""
-            print(f"{operator:<9} {variant:<15} {median * 1e6:11.1f} {iqr * 1e6:9.1f} {number:9d} {first:12.3f} "
-                  f"{compile_s}  {note}", flush=True)
-            del prepared, out
-
-    if "grad" in args.operators.split(","):
-        inputs = cell_inputs(prob, size, "grad", "float32")
-        x, x_star = torch.tensor(inputs.wrt), torch.tensor(inputs.constants["x_star"])
-        print("\ngrad against hand-written PyTorch (same loop):")
-        hand = {}
-        for label, fn in handwritten(torch, x, x_star).items():
-            hand[label] = timeit_blocks(fn, adapter.sync)[0]
-            print(f"  {label:<45} {hand[label] * 1e6:9.1f} µs")
-        fastest_ad = hand["hand: torch.autograd.grad, plain torch ops"]
-        for variant in VARIANTS:
-            if ("grad", variant) in medians:
-                m = medians["grad", variant]
-                print(f"  adapter grad {variant:<15} {m * 1e6:9.1f} µs = {m / fastest_ad:5.2f}× hand autograd, "
-                      f"{m / min(hand.values()):5.2f}× fastest hand form")
+            code, lines = child(args, f"{operator}/{variant}")
+            for line in lines:
+                if line.startswith("MEDIAN "):
+                    if operator == "grad":
+                        grad[variant] = float(line.split()[1])
+                else:
+                    print(line, flush=True)
+            if code:
+                print(f"{operator:<9} {variant:<15} crashed (exit status {code})", flush=True)
+    if not grad:
+        return 0
+    _, lines = child(args, "hand")
+    hand = {line.split(" ", 2)[2]: float(line.split()[1]) for line in lines if line.startswith("HAND ")}
+    print("\ngrad against hand-written PyTorch (same timing loop, own process each):")
+    for label, seconds in hand.items():
+        print(f"  {label:<45} {seconds * 1e6:9.1f} µs")
+    ad = hand["hand: torch.autograd.grad, plain torch ops"]
+    for variant, seconds in grad.items():
+        print(f"  adapter grad, {variant:<15} {seconds * 1e6:9.1f} µs = {seconds / ad:5.2f}× hand autograd.grad, "
+              f"{seconds / min(hand.values()):5.2f}× closed form")
     return 0
 
 
