@@ -128,8 +128,12 @@ def plan(registry: Registry, sel: Selection) -> Plan:
         sizes = [s for s in problem.sizes if not sel.sizes or s.label in sel.sizes]
         if sel.sizes and not sizes:
             continue
-        out_shape = output_shape(problem, problem.sizes[0])
-        ex_shape = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
+        try:
+            out_shape = output_shape(problem, problem.sizes[0])
+            ex_shape = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
+        except Exception as exc:
+            raise UsageError(f"problem {problem.name!r} fails when evaluated through NumPy (the reference "
+                             f"namespace): {type(exc).__name__}: {exc}; fix the problem or its inputs") from exc
         operators = sel.operators or problem.operators or tuple(OPERATORS)
         for op in operators:
             why = applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)

@@ -1,0 +1,67 @@
+"""The CLI in-process: exit codes scripts can trust, one-line errors, --help with examples, check/run/compare."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from adcompare.cli import main
+from tests.conftest import FAULTS
+
+
+def test_help_has_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    assert "examples:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--problem", "exp_dot_los", "--dry-run"], "unknown problem 'exp_dot_los' (did you mean 'exp_dot_loss'?)"),
+    (["check", "--adapter", "jaxx"], "unknown adapter 'jaxx' (did you mean 'jax'?)"),
+    (["run", "--operator", "jacfw", "--dry-run"], "unknown operator 'jacfw' (did you mean 'jacfwd'?)"),
+    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"], "problem 'f_r2_r3', operator 'grad': grad needs a "
+                                                                        "scalar-valued function, f(x) has shape (3,)"),
+    (["report", "no-such-file.jsonl"], "cannot read results file 'no-such-file.jsonl'"),
+    (["list", "--plugin", "nowhere.py"], "--plugin 'nowhere.py': no such file"),
+])
+def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in " ".join(err.split())
+    assert "Traceback" not in err
+
+
+def test_dry_run_counts_cells(capsys):
+    assert main(["run", "--adapter", "jax", "--problem", "exp_dot_loss", "--size", "n10,n100", "--operator",
+                 "grad,jacfwd", "--variant", "eager", "--dtype", "float32", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "4 cells: 4 to run" in out and "estimated" in out
+
+
+def test_check_exit_codes_and_json(capsys):
+    ok = ["check", "--adapter", "jax", "--problem", "f_r2_r3", "--operator", "jacrev", "--variant", "eager",
+          "--dtype", "float64", "--no-progress"]
+    assert main(ok + ["--json"]) == 0
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert record["status"] == "ok" and record["worst_error"] <= record["tolerance"]
+    assert record["reference_method"] and record["algorithm"].startswith("reverse mode")
+    # A run in which every cell crashes must not exit 0.
+    crash = ["check", "--plugin", FAULTS, "--adapter", "jax", "--problem", "segfaults", "--variant", "eager",
+             "--dtype", "float64", "--no-progress"]
+    assert main(crash) == 1
+    assert "crashed" in capsys.readouterr().out
+
+
+def test_run_then_compare(tmp_path, capsys):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    base = ["run", "--adapter", "jax", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
+            "--variant", "compiled", "--dtype", "float32", "--no-progress", "--threads", "1"]
+    assert main(base + ["-o", str(a)]) == 0
+    assert main(base + ["-o", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert row["low"] <= row["ratio"] <= row["high"] and row["verdict"]
+    header = json.loads(a.read_text().splitlines()[0])
+    assert header["provenance"]["threads"] == 1 and header["provenance"]["numpy"]
