@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..measurement import Timing
+
 RESAMPLES = 2000
 LEVEL = 0.95
 SEED = 20240607
@@ -54,11 +56,12 @@ class Bootstrap:
             self._medians[key] = np.median(draws, axis=1)
         return self._medians[key]
 
-    def ratio(self, fast_key: str, fast: Sequence[float], slow_key: str, slow: Sequence[float]) -> Ratio | None:
-        """slow ÷ fast; None when either cell has too few samples to say anything."""
+    def ratio(self, fast_key: str, fast: Timing, slow_key: str, slow: Timing) -> Ratio | None:
+        """slow ÷ fast (ratio of medians); None when either cell has too few samples to say anything."""
+        point = slow.median / fast.median
+        fast, slow = fast.samples, slow.samples
         if len(fast) < MIN_SAMPLES or len(slow) < MIN_SAMPLES:
             return None
-        point = float(np.median(slow) / np.median(fast))
         if max(fast) < min(slow):
             return Ratio(point, min(slow) / max(fast), max(slow) / min(fast), resampled=False)
         ratios = self.medians(slow_key, slow) / self.medians(fast_key, fast)

@@ -1,0 +1,144 @@
+"""Every cell as one row: the page's sortable table, results.csv, and the CSV download link share these rows.
+
+The page carries the rows once, as JSON in a <script type="application/json"> block, dictionary-encoded per
+column (most columns repeat a handful of values; a 10,000-cell table is then ~1 MB instead of ~5 MB of <tr>s).
+The page's script draws the table from it and builds the download link's data: URL with the same quoting as
+Python's csv module, so the download and results.csv are the same bytes.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..cell import FIELDS, Cell
+from ..measurement import Measurement
+from . import sizes
+from .compile_cost import compile_seconds, is_eager
+from .summary import operator_order
+
+
+def _num(value: float | int | None, digits: int = 4) -> str:
+    """Few significant digits: timings are noisy at the percent level and errors matter by their exponent, while
+    full repr doubles the page (results.jsonl keeps every digit)."""
+    return "" if value is None else f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    get: Callable[[Measurement, dict[str, float]], Any]
+    kind: str = "text"  # text | seconds | number | ratio | error — how the page formats and sorts it
+    shown: bool = True  # in the page's table; every column is in the CSV
+
+    def value(self, m: Measurement, jo: dict[str, float]) -> str:
+        v = self.get(m, jo)
+        return v if isinstance(v, str) else _num(v, 3 if self.kind == "error" else 4)
+
+
+def _t(attr: str) -> Callable[[Measurement, dict[str, float]], Any]:
+    return lambda m, jo: getattr(m.timing, attr) if m.timing else None
+
+
+def _c(attr: str) -> Callable[[Measurement, dict[str, float]], Any]:
+    return lambda m, jo: getattr(m.check, attr) if m.check else None
+
+
+COLUMNS: tuple[Column, ...] = (
+    *(Column(f, lambda m, jo, f=f: getattr(m.cell, f)) for f in FIELDS),
+    Column("status", lambda m, jo: m.status.value),
+    Column("support", lambda m, jo: m.support),
+    Column("median_s", _t("median"), "seconds"),
+    Column("iqr_s", _t("iqr"), "seconds"),
+    Column("samples", lambda m, jo: len(m.timing.samples) if m.timing else None, "number"),
+    Column("calls_per_sample", _t("number"), "number", shown=False),
+    Column("first_call_s", _t("first_call"), "seconds", shown=False),
+    Column("compile_s", lambda m, jo: None if is_eager(m.cell.variant) else compile_seconds(m), "seconds"),
+    Column("j_over_o", lambda m, jo: jo.get(m.cell.key), "ratio"),
+    Column("error", _c("error"), "error"),
+    Column("tolerance", _c("tolerance"), "error", shown=False),
+    Column("pairwise_error", _c("pairwise_error"), "error", shown=False),
+    Column("adjoint_error", _c("adjoint_error"), "error", shown=False),
+    Column("algorithm", lambda m, jo: m.algorithm),
+    Column("message", lambda m, jo: m.message),
+    Column("device_name", lambda m, jo: m.device_name, shown=False),
+    Column("host_peak_bytes", lambda m, jo: m.host_peak_bytes, "number", shown=False),
+    Column("device_peak_bytes", lambda m, jo: m.device_peak_bytes, "number", shown=False),
+    Column("selector", lambda m, jo: m.cell.selector),
+)
+
+_SELECTOR = next(i for i, c in enumerate(COLUMNS) if c.name == "selector")
+
+
+def ordered(measurements: Iterable[Measurement]) -> list[Measurement]:
+    return sorted(measurements, key=lambda m: (m.cell.problem, sizes.sort_key(m.cell.size),
+                                               operator_order(m.cell.operator), m.cell.adapter, m.cell.variant,
+                                               m.cell.device, m.cell.dtype))
+
+
+def rows(measurements: Sequence[Measurement], jo: dict[str, float]) -> list[list[str]]:
+    return [[c.value(m, jo) for c in COLUMNS] for m in measurements]
+
+
+def to_csv(table: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")  # QUOTE_MINIMAL; the page's script quotes the same way
+    writer.writerow([c.name for c in COLUMNS])
+    writer.writerows(table)
+    return buffer.getvalue()
+
+
+def selector_template() -> str:
+    """Cell.selector with {field} holes, so the page need not carry ~110 bytes of selector per row."""
+    return Cell(**{f: "\0" + f + "\0" for f in FIELDS}).selector
+
+
+def fill(template: str, row: list[str]) -> str:
+    for i, f in enumerate(FIELDS):
+        template = template.replace("\0" + f + "\0", row[i])
+    return template
+
+
+ALPHABET = "".join(chr(c) for c in range(0x23, 0x7F) if chr(c) not in "\\<>&")  # JSON- and HTML-inert
+
+
+def _column(values: list[str]) -> dict[str, Any]:
+    """A column as plain values when mostly distinct (timings), else a dictionary plus fixed-width codes in
+    ALPHABET — one character per row for a column of a few dozen distinct values."""
+    index: dict[str, int] = {}
+    codes = [index.setdefault(v, len(index)) for v in values]
+    if len(index) * 4 > len(values):
+        return {"values": values}
+    width = 1
+    while len(ALPHABET) ** width < len(index):
+        width += 1
+    spelled = []
+    for code in range(len(index)):
+        digits = ""
+        for _ in range(width):
+            code, digit = divmod(code, len(ALPHABET))
+            digits = ALPHABET[digit] + digits
+        spelled.append(digits)
+    return {"dict": list(index), "codes": "".join(spelled[c] for c in codes), "width": width}
+
+
+def payload(table: list[list[str]]) -> str:
+    """The JSON the page's script reads; safe inside <script> ('<' and '>' and '&' are \\u-escaped)."""
+    template = selector_template()
+    columns: list[list[str]] = [[] for _ in COLUMNS]
+    for row in table:
+        for i, v in enumerate(row):
+            columns[i].append("" if i == _SELECTOR and fill(template, row) == v else v)  # rebuilt by the script
+    data = {
+        "rows": len(table),
+        "columns": [{"name": c.name, "kind": c.kind, "shown": c.shown, **_column(values)}
+                    for c, values in zip(COLUMNS, columns)],
+        "alphabet": ALPHABET,
+        "fields": list(FIELDS),
+        "selector": template,
+    }
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -1,0 +1,166 @@
+"""The report's figures: which cells go on which panel, as svgchart panels (see svgchart for why not matplotlib).
+
+Every figure uses one encoding: colour = adapter, dash = variant (solid compiled, dashed eager), × markers and a
+dotted line = emulated (a Python loop), so a reader learns it once.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from ..measurement import Measurement
+from . import relative_cost, sizes
+from .compile_cost import CompileCost
+from .dimensions import Dimensions
+from .summary import entry, operator_order, timed
+from .svgchart import MARKERS, PANEL_H, PANEL_W, LegendItem, Palette, Panel, Series, Style, figure, seconds
+
+DASHES = {"compiled": "", "eager": "5 3"}
+
+
+def style(palette: Palette, m: Measurement) -> Style:
+    if m.support == "emulated":
+        return Style(palette.colour(m.cell.adapter), "1.5 2.5", "cross")
+    return Style(palette.colour(m.cell.adapter), DASHES.get(m.cell.variant, "8 3 2 3"), "circle")
+
+
+def name(m: Measurement) -> str:
+    return entry(m) + (" (emulated)" if m.support == "emulated" else "")
+
+
+def _legend(series: Iterable[Series]) -> list[LegendItem]:
+    seen: dict[str, LegendItem] = {}
+    for s in series:
+        seen.setdefault(s.label, LegendItem(s.label, s.style))
+    return [seen[k] for k in sorted(seen)]
+
+
+def _lines(palette: Palette, cells: Iterable[Measurement], x: Callable[[Measurement], float],
+           y: Callable[[Measurement], float], hover: Callable[[Measurement], str], band: bool = False) -> list[Series]:
+    """One series per adapter · variant (· emulated), points sorted by x."""
+    groups: dict[str, list[Measurement]] = defaultdict(list)
+    for m in cells:
+        groups[name(m)].append(m)
+    out = []
+    for label in sorted(groups):
+        ms = sorted(groups[label], key=x)
+        points = [(x(m), y(m), hover(m)) for m in ms]
+        spread = [(x(m), m.timing.median - m.timing.iqr / 2, m.timing.median + m.timing.iqr / 2) for m in ms] \
+            if band else []
+        out.append(Series(label, style(palette, ms[0]), points, spread))
+    return out
+
+
+def _x_axis(axis: sizes.Axis) -> dict:
+    if axis.name == "size #":
+        return {"xcategories": [(x, label) for label, x in sorted(axis.x.items(), key=lambda kv: kv[1])],
+                "xlog": False, "xlabel": "size"}
+    return {"xlabel": axis.name}
+
+
+def _title(title: str, axis: sizes.Axis) -> str:
+    return f"{title} (slice {axis.caption})" if axis.caption else title
+
+
+def scaling(palette: Palette, title: str, cells: list[Measurement]) -> str | None:
+    """Time vs size, log–log, one panel per operator and one line per adapter/variant (IQR shaded)."""
+    axis = sizes.axis(m.cell.size for m in cells)
+    by_op: dict[str, list[Measurement]] = defaultdict(list)
+    for m in cells:
+        if timed(m) and m.cell.size in axis.x:
+            by_op[m.cell.operator].append(m)
+    if len({m.cell.size for ms in by_op.values() for m in ms}) < 2:
+        return None  # one size is not a scaling curve; the summary and the table have it
+    panels, every = [], []
+    for op in sorted(by_op, key=operator_order):
+        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: m.timing.median,
+                        lambda m: f"{entry(m)} {m.cell.size} {seconds(m.timing.median)}", band=True)
+        every += series
+        panels.append(Panel(op, series, ylabel="seconds per call", yformat=seconds, **_x_axis(axis)))
+    return figure(_title(title, axis), panels, _legend(every), columns=4)
+
+
+FWD_REV = (("jacfwd", "jacrev"), ("vmap_jacfwd", "vmap_jacrev"))
+
+
+def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims: Dimensions) -> str | None:
+    """Time(forward) ÷ time(reverse) against inputs ÷ outputs; above 1, reverse mode is faster."""
+    index = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.variant): m
+             for m in cells if timed(m)}
+    panels, every = [], []
+    problems: set[str] = set()
+    found: list[tuple[str, str, dict]] = []
+    for fwd, rev in FWD_REV:
+        groups: dict[tuple[str, str], list[tuple[float, float, str]]] = defaultdict(list)
+        styles: dict[str, Style] = {}
+        for (problem, size, op, adapter, variant), m in index.items():
+            other = index.get((problem, size, rev, adapter, variant)) if op == fwd else None
+            d = dims.of(m) if other is not None else None
+            if other is None or d is None:
+                continue
+            ratio = m.timing.median / other.timing.median
+            hover = f"{entry(m)} {problem} {size}: {d[0]} in, {d[1]} out, ×{ratio:.3g}"
+            groups[(name(m), problem)].append((d[0] / d[1], ratio, hover))
+            styles[name(m)] = style(palette, m)
+            problems.add(problem)
+        if groups:
+            found.append((fwd, rev, {"groups": groups, "styles": styles}))
+    if not found:
+        return None
+    markers = {p: MARKERS[i % len(MARKERS)] for i, p in enumerate(sorted(problems))}
+    for fwd, rev, data in found:
+        series = []
+        for (label, problem), points in sorted(data["groups"].items()):
+            base = data["styles"][label]
+            s = Series(label, Style(base.colour, base.dash, markers[problem]), sorted(points))
+            series.append(s)
+            every.append(Series(label, Style(base.colour, base.dash, "circle"), ()))
+        panels.append(Panel(f"{fwd} ÷ {rev}", series, xlabel="inputs ÷ outputs" + (" (per example)" if "vmap" in fwd
+                            else ""), ylabel="time ratio", hlines=[(1.0, "above: reverse faster")]))
+    legend = _legend(every) + [LegendItem(p, Style("#667085", marker=markers[p], line=False))
+                               for p in sorted(problems)]
+    return figure(title, panels, legend, columns=2)
+
+
+def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[str, float]) -> str | None:
+    """J/O against size, one panel per cheap operator, with the cheap-gradient band where it applies."""
+    axis = sizes.axis(m.cell.size for m in cells)
+    by_op: dict[str, list[Measurement]] = defaultdict(list)
+    for m in cells:
+        if m.cell.key in jo and m.cell.size in axis.x and m.cell.operator in relative_cost.PLOTTED_OPERATORS:
+            by_op[m.cell.operator].append(m)
+    if len({m.cell.size for ms in by_op.values() for m in ms}) < 2:
+        return None
+    low, high = relative_cost.CHEAP_GRADIENT_BAND
+    panels, every = [], []
+    for op in sorted(by_op, key=operator_order):
+        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: jo[m.cell.key],
+                        lambda m: f"{entry(m)} {m.cell.size} ×{jo[m.cell.key]:.3g}")
+        every += series
+        band = (low, high, f"cheap-gradient bound {low:g}–{high:g}") \
+            if op in relative_cost.BOUNDED_OPERATORS else None
+        panels.append(Panel(f"{op} ÷ value", series, ylabel="J/O (time ratio)", hlines=[(1.0, "")], hband=band,
+                            **_x_axis(axis)))
+    return figure(_title(title, axis), panels, _legend(every), columns=4)
+
+
+def compile_scatter(palette: Palette, title: str, items: list[CompileCost]) -> str | None:
+    """Compile time against steady-state time; diagonals mark compile = k steady-state calls."""
+    groups: dict[str, list[CompileCost]] = defaultdict(list)
+    for k in items:
+        if k.compile and k.compile > 0:
+            groups[name(k.compiled)].append(k)
+    if not groups:
+        return None
+    series = []
+    for label in sorted(groups):
+        ks = groups[label]
+        base = style(palette, ks[0].compiled)
+        points = [(k.compiled.timing.median, k.compile,
+                   f"{k.compiled.cell.problem} {k.compiled.cell.size} {k.compiled.cell.operator}: "
+                   f"{seconds(k.compile)}") for k in ks]
+        series.append(Series(label, Style(base.colour, base.dash, base.marker, line=False), points))
+    panel = Panel("compile time vs steady-state time (largest size of each cell)", series,
+                  xlabel="steady-state seconds per call", ylabel="compile seconds", xformat=seconds,
+                  yformat=seconds, guides=[(10.0 ** k, f"= {10 ** k:,} calls") for k in (1, 3, 5, 7)])
+    return figure(title, [panel], _legend(series), columns=1, panel_size=(2 * PANEL_W, 1.5 * PANEL_H))

@@ -1,0 +1,263 @@
+"""Assembling the report: results → sections → one self-contained index.html (plus results.csv beside it).
+
+Everything the page needs is inline — CSS, the table script, SVG figures, the cell data — so it opens from a
+file:// URL or an e-mail attachment with no network. Strings from problems, adapters and error messages reach the
+page only through jinja2 autoescaping, the SVG writer, or the JSON block (whose '<' is escaped); the script that
+draws the table sets textContent, never innerHTML.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import math
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..measurement import Measurement, Timing
+from ..results import Results
+from ..status import MEANINGS, Status
+from . import cells_table, compile_cost, correctness, figures, relative_cost, stats, summary
+from .dimensions import Dimensions
+from .svgchart import Palette
+
+PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
+                    "numpy", "adcompare", "git_commit")
+
+
+def seconds(value: float | None) -> str:
+    """Human time: 12.3 µs, 4.56 ms, 1.23 s."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if math.isinf(value):
+        return "∞"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(value) >= scale or unit == "ns":
+            return f"{value / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
+def number(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return "∞" if math.isinf(value) else "NaN"
+    return f"{value:.2g}" if isinstance(value, float) else str(value)
+
+
+def calls(value: float | None) -> str:
+    if value is None:
+        return "no eager twin"
+    if math.isinf(value):
+        return "never"
+    return f"{math.ceil(value):,}"
+
+
+@dataclass(frozen=True)
+class _Timing(Timing):
+    """Timing whose median/IQR/min are computed once: the report reads them ~10 times per cell, and NumPy's
+    median costs ~50 µs on a short tuple — seconds on a 10,000-cell report. Same values as Timing's."""
+
+    @functools.cached_property
+    def median(self) -> float:  # type: ignore[override]
+        return float(statistics.median(self.samples))
+
+    @functools.cached_property
+    def iqr(self) -> float:  # type: ignore[override]
+        return _percentile(self.samples, 0.75) - _percentile(self.samples, 0.25)
+
+    @functools.cached_property
+    def min(self) -> float:  # type: ignore[override]
+        return float(min(self.samples))
+
+
+def _percentile(samples: Sequence[float], q: float) -> float:
+    """np.percentile's default ("linear") method, term for term, without NumPy's per-call overhead."""
+    data = sorted(samples)
+    pos = q * (len(data) - 1)
+    i = min(int(pos), len(data) - 2) if len(data) > 1 else 0
+    if len(data) == 1:
+        return float(data[0])
+    a, b, t = data[i], data[i + 1], pos - i
+    diff = b - a
+    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+
+
+def _memoized(ms: Sequence[Measurement]) -> list[Measurement]:
+    return [m if m.timing is None else dataclasses.replace(m, timing=_Timing(**{
+        f.name: getattr(m.timing, f.name) for f in dataclasses.fields(Timing)})) for m in ms]
+
+
+@dataclass(frozen=True)
+class Figure:
+    title: str
+    svg: str
+
+
+@dataclass
+class Timings:
+    """Where the build spends its time; printed at the bottom of the page and by benchmarks/report_build.py."""
+
+    steps: dict[str, float] = field(default_factory=dict)
+    _last: float = field(default_factory=time.perf_counter)
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.steps[step] = now - self._last
+        self._last = now
+
+
+def _provenance(results: Results) -> list[list[tuple[str, str]]]:
+    machines = []
+    for prov in results.provenance:
+        keys = [k for k in PROVENANCE_ORDER if k in prov] + sorted(k for k in prov if k not in PROVENANCE_ORDER)
+        machines.append([(k, _flat(prov[k])) for k in keys if prov[k] not in (None, "")])
+    return machines
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_flat(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_flat(v) for v in value)
+    return str(value)
+
+
+def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
+    def distinct(attr: str) -> list[str]:
+        return sorted({getattr(m.cell, attr) for m in ms})
+
+    statuses = Counter(m.status for m in ms)
+    return {
+        "cells": len(ms),
+        "problems": distinct("problem"),
+        "adapters": distinct("adapter"),
+        "variants": distinct("variant"),
+        "operators": sorted({m.cell.operator for m in ms}, key=summary.operator_order),
+        "devices": distinct("device"),
+        "dtypes": distinct("dtype"),
+        "statuses": [(s, statuses[s], MEANINGS[s]) for s in Status if statuses[s]],
+        "emulated": sum(m.support == "emulated" for m in ms),
+    }
+
+
+def _per_hardware(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measurement]]:
+    out: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    for m in ms:
+        out[(m.cell.device, m.cell.dtype)].append(m)
+    return dict(sorted(out.items()))
+
+
+def _environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("adcompare", "report"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(seconds=seconds, number=number, calls=calls)
+    return env
+
+
+def _asset(name: str) -> str:
+    return resources.files("adcompare.report").joinpath(name).read_text(encoding="utf-8")
+
+
+def build(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = ()) -> Path:
+    """Write `out_dir/index.html` and `out_dir/results.csv` from `results`; return the index.html path.
+
+    `extra_sections` are (title, body) pairs appended to the page (e.g. the CLI's run log); bodies are text and
+    are escaped — pass a `markupsafe.Markup` for trusted HTML.
+    """
+    return build_with_timings(results, out_dir, extra_sections)[0]
+
+
+def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = ()
+                       ) -> tuple[Path, dict[str, float]]:
+    """`build`, also returning seconds per step (summary, figures, table, render) for benchmarks/report_build.py."""
+    clock = Timings()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ms = cells_table.ordered(_memoized(results.measurements))
+    boot = stats.Bootstrap()
+    jo = relative_cost.ratios(ms)
+    summaries = summary.summarize(ms, boot)
+    compile_items = compile_cost.costs(ms)
+    clock.mark("summary")
+
+    palette, dims = Palette(), Dimensions()
+    adapters = sorted({m.cell.adapter for m in ms})
+    for adapter in adapters:  # every adapter gets its colour up front, in name order
+        palette.colour(adapter)
+    scaling: list[Figure] = []
+    relative: list[Figure] = []
+    crossing: list[Figure] = []
+    compiling: list[Figure] = []
+    by_problem: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
+    for m in ms:
+        by_problem[(m.cell.problem, m.cell.device, m.cell.dtype)].append(m)
+    for (problem, device, dtype), cells in sorted(by_problem.items()):
+        title = f"{problem} · {device} · {dtype}"
+        if (svg := figures.scaling(palette, title, cells)) is not None:
+            scaling.append(Figure(title, svg))
+        if (svg := figures.relative(palette, title, cells, jo)) is not None:
+            relative.append(Figure(title, svg))
+    for (device, dtype), cells in _per_hardware(ms).items():
+        title = f"{device} · {dtype}"
+        if (svg := figures.forward_reverse(palette, title, cells, dims)) is not None:
+            crossing.append(Figure(title, svg))
+        items = compile_cost.at_largest_size([k for k in compile_items if k.compiled.cell.device == device
+                                              and k.compiled.cell.dtype == dtype])
+        if (svg := figures.compile_scatter(palette, title, items)) is not None:
+            compiling.append(Figure(title, svg))
+    clock.mark("figures")
+
+    table = cells_table.rows(ms, jo)
+    csv_text = cells_table.to_csv(table)
+    (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
+    payload = cells_table.payload(table)
+    clock.mark("table")
+
+    context = {
+        "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machines": _provenance(results),
+        "workers": [
+            {**w, "versions": _flat(w.get("versions") or {})} for w in results.workers
+        ],
+        "sources": results.sources,
+        "warnings": results.warnings,
+        "overview": _overview(ms),
+        "summaries": summaries,
+        "stats_method": stats.METHOD,
+        "entry": summary.entry,
+        "scaling": scaling,
+        "relative": relative,
+        "crossing": crossing,
+        "dims_unknown": sorted(dims.unknown),
+        "band": relative_cost.CHEAP_GRADIENT_BAND,
+        "bounded": relative_cost.BOUNDED_OPERATORS,
+        "compiling": compiling,
+        "compile_rows": compile_cost.at_largest_size(compile_items),
+        "compile_formula": compile_cost.FORMULA,
+        "matrices": correctness.matrices(ms),
+        "failures": correctness.failures(ms),
+        "not_run": (not_run := correctness.not_run(ms)),
+        "not_run_cells": sum(len(g.cells) for g in not_run),
+        "colour": palette.colour,
+        "adapter_index": {a: i for i, a in enumerate(adapters)},
+        "payload": payload,
+        "extra_sections": list(extra_sections),
+        "css": _asset("report.css"),
+        "script": _asset("report.js"),
+        "csv_bytes": len(csv_text.encode()),
+    }
+    html = _environment().get_template("index.html.j2").render(**context)
+    clock.mark("render")
+    path = out_dir / "index.html"
+    path.write_text(html, encoding="utf-8")
+    clock.mark("write")
+    return path, clock.steps

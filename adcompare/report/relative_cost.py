@@ -1,0 +1,30 @@
+"""J/O: a derivative's steady-state time divided by the function's own (the `value` operator), as ADBench plots it.
+
+Both come from the same adapter, variant, device, dtype, problem and size. Theory bounds a gradient by a small
+constant times the function (the "cheap gradient principle", about 4–5 in practice; Griewank & Walther, ch. 4),
+which the page draws as a reference band.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..measurement import Measurement
+from .summary import timed
+
+CHEAP_GRADIENT_BAND = (4.0, 5.0)
+BOUNDED_OPERATORS = ("grad", "vjp", "vmap_grad")  # reverse-mode scalar/co-vector products: the bound applies
+PLOTTED_OPERATORS = ("grad", "vjp", "jvp", "hvp", "vmap_grad")  # Jacobians and Hessians grow with dimension
+
+
+def ratios(measurements: Iterable[Measurement]) -> dict[str, float]:
+    """Cell key → J/O for every timed derivative whose value twin was timed too."""
+    measurements = [m for m in measurements if timed(m)]
+    value = {(m.cell.problem, m.cell.size, m.cell.adapter, m.cell.variant, m.cell.device, m.cell.dtype):
+             m.timing.median for m in measurements if m.cell.operator == "value"}
+    out = {}
+    for m in measurements:
+        c = m.cell
+        base = value.get((c.problem, c.size, c.adapter, c.variant, c.device, c.dtype))
+        if c.operator != "value" and base:
+            out[c.key] = m.timing.median / base
+    return out
