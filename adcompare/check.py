@@ -34,9 +34,10 @@ from .problem import Problem, Size
 from .reference import Reference, reference
 from .status import Status
 
-# First order: float32's base is ~40 ulp, enough for short reductions; longer ones are covered by the measured
-# rounding term. Second order has no rounding probe (no float32 gradient to difference), so a fixed, looser base.
-BASE_TOLERANCE = {"float64": 1e-9, "float32": 5e-6}
+# float32: torch.func's float32 GMM gradients (sums over 10⁴ points) differ from the reference by up to 2.3e-5,
+# 100× more than the complex64 rounding probe predicts along a direction, so the base stays at 1e-4. Because the
+# measure is absolute below 1, a relative 1e-3 error is caught in elements larger than ~0.1 only.
+BASE_TOLERANCE = {"float64": 1e-9, "float32": 1e-4}
 SECOND_ORDER_BASE = {"float64": 1e-9, "float32": 1e-4}
 REFERENCE_SAFETY = 10.0  # the Richardson estimate is about 3× the truncation error; 10× more for safety
 ROUNDING_SAFETY = 10.0  # forward-mode rounding probes one order of summation; frameworks use others

@@ -77,6 +77,9 @@ def measured(p, size, operator, dtype, result, adapter="a", variant="eager") -> 
 CASES = [("f_r2_r3", "n2", "jacfwd"), ("exp_dot_loss", "n100", "grad"), ("exp_dot_loss", "n10", "hessian"),
          ("exp_dot_loss", "n10", "hvp"), ("linear_layer", "n5-p8-o2", "jacrev"),
          ("linear_layer", "n5-p8-o2", "vmap_jacfwd"), ("linear_layer", "n5-p8-o2", "vjp")]
+# The measure is absolute below 1: exp_dot_loss's n100 gradient has entries ~0.01, so a relative 1e-3 is 1e-5
+# absolute, inside float32's 1e-4 — by design, and shown by the test below rather than skipped.
+TOO_SMALL_FOR_FLOAT32 = {("exp_dot_loss", "n100", "grad")}
 
 
 # ------------------------------------------------------------------------------------------------- the measure
@@ -107,6 +110,11 @@ def test_one_element_off_is_a_mismatch_and_rounding_is_ok(problems, name, size, 
         is Status.OK
 
     wrong = measured(p, size, operator, dtype, perturbed(right, PERTURBATION[dtype])).check
+    if dtype == "float32" and (name, size, operator) in TOO_SMALL_FOR_FLOAT32:
+        assert np.abs(right).max() < 0.05 and status_of(wrong) is Status.OK, describe(wrong)
+        big = measured(p, size, operator, dtype, perturbed(right, 2e-2)).check  # 2e-4 absolute is caught
+        assert status_of(big) is Status.MISMATCH, describe(big)
+        return
     assert status_of(wrong) is Status.MISMATCH, describe(wrong)
     assert wrong.error > wrong.tolerance > ok.error
 
