@@ -72,15 +72,15 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
                                    f"expected {tuple(want)}")
     if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
         return Measurement(status=Status.NAN, message="result contains NaN or Inf", details=details, **base)
-    from .check import check_result, status_of
+    from .check import check_result, describe, status_of
+    from .reference import ReferenceError
 
-    check = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
+    try:
+        check = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
+    except ReferenceError as exc:
+        return Measurement(status=Status.FAILED, message=f"reference: {exc}", details=details, **base)
     status = status_of(check)
-    message = ""
-    if status is Status.MISMATCH:
-        message = f"error {check.error:.3g} vs reference exceeds tolerance {check.tolerance:.3g}"
-    elif status is Status.NAN:
-        message = "result contains NaN or Inf"
+    message = describe(check) if status is not Status.OK else ""
     measured = None
     if options.time and status is not Status.NAN:
         try:

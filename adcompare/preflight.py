@@ -29,7 +29,8 @@ def estimate_bytes(problem: Problem, size: Size, operator: str, dtype: str) -> i
     if s.per_example:
         batch = inputs[problem.batch].shape[0]
         n_out = int(math.prod(example_output_shape(problem, size)))
-        elements = batch * n_out * n_in + (batch * n_in * n_in if operator == "vmap_jacfwd" else 0)
+        basis = {"vmap_jacfwd": n_in * n_in, "vmap_jacrev": n_out * n_out}.get(operator, 0)
+        elements = batch * (n_out * n_in + basis)  # vmap materialises one basis per example
     else:
         n_out = int(math.prod(output_shape(problem, size)))
         elements = {

@@ -2,8 +2,9 @@
 
 A problem function takes its differentiated argument (`wrt`), optionally a batch argument for the per-example
 operators, and constants, all by name, plus the namespace as keyword-only `xp`. Rules for authors (each one was
-learned the hard way on a real framework, see docs/problems.md): pass `dtype=x.dtype` and `device=x.device` to
-every array-creation call; no negative-step slices; no list indexing; no `.mT`.
+learned the hard way on a real framework, see docs/problems.md): pass `dtype=x.dtype` to every array-creation
+call, and derive arrays that must live on x's device with `zeros_like`/`ones_like` (JAX tracers have no
+`.device`); no negative-step slices; no list indexing; no `.mT`.
 """
 from __future__ import annotations
 
@@ -82,12 +83,25 @@ class Problem:
         """
         fn, wrt, batch = self.function, self.wrt, self.batch
         positional = _positional_only(fn)
+        per_example = batch is not None and batch not in constants
+        free = (wrt, batch) if per_example else (wrt,)
+        # Constants are split into positional and keyword arguments once, here, not on every call: the call sits
+        # inside every timed region.
+        kwargs = {k: v for k, v in constants.items() if k not in positional}
+        kwargs["xp"] = xp
+        if tuple(positional) == free[: len(positional)] and not set(positional) & set(constants):
+            keywords = free[len(positional):]
+            if per_example:
+                if keywords:
+                    return lambda w, example: fn(w, **{batch: example}, **kwargs)
+                return lambda w, example: fn(w, example, **kwargs)
+            return (lambda w: fn(w, **kwargs)) if positional else (lambda w: fn(**{wrt: w}, **kwargs))
 
-        def call(values: dict[str, Any]) -> Any:
+        def call(values: dict[str, Any]) -> Any:  # general case: constants among the positional-only parameters
             args = [values.pop(name) for name in positional]
             return fn(*args, **values, xp=xp)
 
-        if batch is not None and batch not in constants:
+        if per_example:
             return lambda w, example: call({wrt: w, batch: example, **constants})
         return lambda w: call({wrt: w, **constants})
 

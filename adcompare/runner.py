@@ -23,7 +23,7 @@ from .plugins import Registry
 from .preflight import too_large
 from .problem import DTYPES, Problem, example_output_shape, output_shape
 from .status import Status
-from .suites import SUITES, quick_allows
+from .suites import QUICK_DTYPES, SUITES, quick_allows
 from .worker_process import WorkerProcess
 
 STANDARD_VARIANTS = ("eager", "compiled")
@@ -118,13 +118,14 @@ def plan(registry: Registry, sel: Selection) -> Plan:
     all_sizes = {s.label for p in problems for s in p.sizes}
     _check_names("size", sel.sizes, all_sizes)
     devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
-    dtypes = sel.dtypes or DTYPES
+    dtypes = sel.dtypes or (QUICK_DTYPES if sel.suite == "quick" else DTYPES)
 
     cells: list[Cell] = []
     decided: list[Measurement] = []
     for problem in problems:
         order = _size_order(problem)
         smallest = min(order, key=order.get)
+        builtin = problem.source.startswith("adcompare.problems.")
         sizes = [s for s in problem.sizes if not sel.sizes or s.label in sel.sizes]
         if sel.sizes and not sizes:
             continue
@@ -153,7 +154,7 @@ def plan(registry: Registry, sel: Selection) -> Plan:
                                 cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype)
                                 slow = variant in adapter.slow_variants
                                 if sel.suite == "quick" and not sel.sizes and not quick_allows(
-                                        cell, smallest_size=smallest, slow=slow):
+                                        cell, smallest_size=smallest, slow=slow, builtin=builtin):
                                     continue
                                 cap = adapter.capability(op, variant)
                                 if not cap.supported:

@@ -66,7 +66,7 @@ def residual(block, feat, xp):
     batch="observations",
     tags=("classic", "per-example", "tall"),
     operators=("value", "jacfwd", "jacrev", "vmap_jacfwd", "vmap_jacrev"),
-    complex_step_safe=True,
+    complex_step_safe=False,
 )
 def bundle_adjustment(delta, observations, /, *, xp):
     """Per-observation BA residuals r(θᵢ + δ, uᵢ): R¹⁵ → R³ per observation, R¹⁵ → R^(p×3) for all.
