@@ -71,7 +71,8 @@ def test_dtypes_run_in_separate_workers_and_keep_their_dtype(registry):
 def test_killed_run_resumes_without_losing_or_duplicating_cells(tmp_path):
     out = tmp_path / "r.jsonl"
     cmd = [sys.executable, "-m", "adcompare", "run", "--adapter", "jax", "--problem", "f_r2_r3",
-           "--variant", "eager", "--dtype", "float32", "--threads", "1", "--no-progress", "-o", str(out)]
+           "--variant", "eager", "--dtype", "float32", "--suite", "full", "--threads", "1", "--no-progress",
+           "-o", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
