@@ -1,4 +1,4 @@
-"""Every available adapter × built-in problem (quick suite) × operator × variant × dtype, through real workers.
+"""Every available adapter × the quick suite's cells × variant × both dtypes, through real workers.
 
 Each cell must agree with the float64 reference and, pairwise, with every other adapter that ran it; unsupported
 cells must say why. Problems that declare data-dependent control flow (compilable=False) must *fail* under
@@ -12,7 +12,7 @@ from adcompare import plugins, runner
 from adcompare.status import Status
 
 REGISTRY = plugins.load()
-PLAN = runner.plan(REGISTRY, runner.Selection(suite="quick"))
+PLAN = runner.plan(REGISTRY, runner.Selection(suite="quick", dtypes=("float32", "float64")))
 CELLS = list(PLAN.cells) + [m.cell for m in PLAN.decided]
 QUICK = {"min_time": 0.005, "max_time": 0.05, "warmup_time": 0.0, "min_samples": 3, "block_time": 0.001}
 

@@ -1,0 +1,55 @@
+"""Every built-in problem at its smallest size: every operator through JAX (float64, the reference's dtype), and
+`value` plus one derivative through every other available adapter — check only, no timing."""
+from __future__ import annotations
+
+import pytest
+
+from adcompare import plugins, runner
+from adcompare.cell import Cell
+from adcompare.operators import OPERATORS, applicable
+from adcompare.problem import example_output_shape, output_shape
+from adcompare.status import Status
+
+REGISTRY = plugins.load()
+ADAPTERS, _ = runner.usable_adapters(REGISTRY, ())
+
+
+def _operators(problem):
+    out = output_shape(problem, problem.sizes[0])
+    ex = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
+    return [op for op in (problem.operators or OPERATORS)
+            if applicable(op, out_shape=out, example_out_shape=ex, has_batch=problem.batch is not None) is None]
+
+
+def _cells():
+    cells = []
+    for problem in REGISTRY.problems.values():
+        smallest = min(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)).label
+        ops = _operators(problem)
+        variant = "compiled" if problem.compilable else "eager"
+        cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64") for op in ops]
+        first_derivative = next(op for op in ops if op != "value")
+        for adapter in ADAPTERS:
+            if adapter != "jax":
+                cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
+                          for op in dict.fromkeys(("value", first_derivative)) if op in ops]
+    return cells
+
+
+CELLS = _cells()
+
+
+@pytest.fixture(scope="session")
+def coverage():
+    plan = runner.Plan(tuple(CELLS), ())
+    out = runner.run(REGISTRY, plan, runner.RunOptions(timeout=240, threads=2, time_it=False))
+    return {m.cell.key: m for m in out}
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
+def test_problem_runs_and_agrees(cell, coverage):
+    m = coverage[cell.key]
+    if m.status is Status.UNSUPPORTED:
+        assert m.message
+        return
+    assert m.status is Status.OK, f"{m.status.value}: {m.message}"
