@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from ..measurement import Measurement
 from . import relative_cost, sizes
@@ -84,41 +85,41 @@ FWD_REV = (("jacfwd", "jacrev"), ("vmap_jacfwd", "vmap_jacrev"))
 
 
 def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims: Dimensions) -> str | None:
-    """Time(forward) ÷ time(reverse) against inputs ÷ outputs; above 1, reverse mode is faster."""
+    """Time(forward) ÷ time(reverse) against inputs ÷ outputs; above 1, reverse mode is faster.
+
+    Colour and dash say adapter · variant as everywhere; the marker says which problem a point belongs to, since
+    points of every problem share the axes (the crossover is a property of the dimensions, not of the problem).
+    """
     index = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.variant): m
              for m in cells if timed(m)}
-    panels, every = [], []
-    problems: set[str] = set()
-    found: list[tuple[str, str, dict]] = []
+    per_panel = []
     for fwd, rev in FWD_REV:
-        groups: dict[tuple[str, str], list[tuple[float, float, str]]] = defaultdict(list)
-        styles: dict[str, Style] = {}
+        groups: dict[tuple[str, str], list[tuple[float, float, str, Measurement]]] = defaultdict(list)
         for (problem, size, op, adapter, variant), m in index.items():
             other = index.get((problem, size, rev, adapter, variant)) if op == fwd else None
             d = dims.of(m) if other is not None else None
-            if other is None or d is None:
+            if d is None:
                 continue
             ratio = m.timing.median / other.timing.median
             hover = f"{entry(m)} {problem} {size}: {d[0]} in, {d[1]} out, ×{ratio:.3g}"
-            groups[(name(m), problem)].append((d[0] / d[1], ratio, hover))
-            styles[name(m)] = style(palette, m)
-            problems.add(problem)
+            groups[(name(m), problem)].append((d[0] / d[1], ratio, hover, m))
         if groups:
-            found.append((fwd, rev, {"groups": groups, "styles": styles}))
-    if not found:
+            per_panel.append((fwd, rev, groups))
+    if not per_panel:
         return None
-    markers = {p: MARKERS[i % len(MARKERS)] for i, p in enumerate(sorted(problems))}
-    for fwd, rev, data in found:
+    problems = sorted({problem for _, _, groups in per_panel for _, problem in groups})
+    markers = {p: MARKERS[i % len(MARKERS)] for i, p in enumerate(problems)}
+    panels, every = [], []
+    for fwd, rev, groups in per_panel:
         series = []
-        for (label, problem), points in sorted(data["groups"].items()):
-            base = data["styles"][label]
-            s = Series(label, Style(base.colour, base.dash, markers[problem]), sorted(points))
-            series.append(s)
-            every.append(Series(label, Style(base.colour, base.dash, "circle"), ()))
-        panels.append(Panel(f"{fwd} ÷ {rev}", series, xlabel="inputs ÷ outputs" + (" (per example)" if "vmap" in fwd
-                            else ""), ylabel="time ratio", hlines=[(1.0, "above: reverse faster")]))
-    legend = _legend(every) + [LegendItem(p, Style("#667085", marker=markers[p], line=False))
-                               for p in sorted(problems)]
+        for (label, problem), points in sorted(groups.items()):
+            base = style(palette, points[0][3])
+            series.append(Series(label, replace(base, marker=markers[problem]), sorted(p[:3] for p in points)))
+            every.append(Series(label, base, ()))
+        per_example = " (per example)" if fwd.startswith("vmap") else ""
+        panels.append(Panel(f"{fwd} ÷ {rev}", series, xlabel="inputs ÷ outputs" + per_example, ylabel="time ratio",
+                            hlines=[(1.0, "above: reverse faster")]))
+    legend = _legend(every) + [LegendItem(p, Style("#667085", marker=markers[p], line=False)) for p in problems]
     return figure(title, panels, legend, columns=2)
 
 
@@ -159,7 +160,7 @@ def compile_scatter(palette: Palette, title: str, items: list[CompileCost]) -> s
         points = [(k.compiled.timing.median, k.compile,
                    f"{k.compiled.cell.problem} {k.compiled.cell.size} {k.compiled.cell.operator}: "
                    f"{seconds(k.compile)}") for k in ks]
-        series.append(Series(label, Style(base.colour, base.dash, base.marker, line=False), points))
+        series.append(Series(label, replace(base, line=False), points))
     panel = Panel("compile time vs steady-state time (largest size of each cell)", series,
                   xlabel="steady-state seconds per call", ylabel="compile seconds", xformat=seconds,
                   yformat=seconds, guides=[(10.0 ** k, f"= {10 ** k:,} calls") for k in (1, 3, 5, 7)])
