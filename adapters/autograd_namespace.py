@@ -30,7 +30,7 @@ import numpy as np
 
 # Dtypes and constants come from NumPy itself: autograd.numpy's int32/int64 are wrapped subclasses of NumPy's.
 ATTRIBUTE_VALUES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64,
-                    "bool": np.bool_, "pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan,
+                    "bool": np.bool_, "pi": np.pi, "e": np.e, "inf": np.inf, "nan": np.nan,
                     "newaxis": None}
 
 
@@ -363,12 +363,13 @@ FIXES: dict[str, Fix] = {
     "linalg.matmul": Fix("no derivative rule", "top-level matmul", _alias("matmul")),
     "linalg.tensordot": Fix("no derivative rule", "top-level tensordot", _alias("tensordot")),
     "linalg.det": Fix("no forward-mode rule", "own primitive: autograd's VJP + det·tr(A⁻¹dA)", _det),
-    "linalg.slogdet": Fix("no forward-mode rule", "own primitive: autograd's VJP + tr(A⁻¹dA)", _slogdet),
+    "linalg.slogdet": Fix("no forward-mode rule", "own primitive: autograd's VJP + tr(A⁻¹dA); named result "
+                          "(traced, autograd's is a bare SequenceBox)", _slogdet),
     "linalg.inv": Fix("no forward-mode rule", "own primitive: autograd's VJP + −A⁻¹dA A⁻¹", _inv),
     "linalg.solve": Fix("no forward-mode rule", "own primitive: autograd's VJP + A⁻¹(db − dA x)", _solve),
     "linalg.cholesky": Fix("no forward-mode rule", "own primitive: autograd's VJP + LΦ(L⁻¹dA L⁻ᵀ)", _cholesky),
-    "linalg.eigh": Fix("no forward-mode rule", "own primitive: autograd's VJP + first-order perturbation",
-                       _eigh),
+    "linalg.eigh": Fix("no forward-mode rule", "own primitive: autograd's VJP + first-order perturbation; "
+                       "named result (traced, autograd's is a bare SequenceBox)", _eigh),
 }
 
 
