@@ -130,8 +130,8 @@ def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[st
     for m in cells:
         if m.cell.key in jo and m.cell.size in axis.x and m.cell.operator in relative_cost.PLOTTED_OPERATORS:
             by_op[m.cell.operator].append(m)
-    if len({m.cell.size for ms in by_op.values() for m in ms}) < 2:
-        return None
+    if not by_op:
+        return None  # (one size is enough here: J/O is a ratio at each size, unlike a scaling curve)
     low, high = relative_cost.CHEAP_GRADIENT_BAND
     panels, every = [], []
     for op in sorted(by_op, key=operator_order):

@@ -174,7 +174,12 @@ def _panel(p: Panel, ox: float, oy: float, w: float, h: float) -> list[str]:
     sx = _Scale(*_range(xs, xlog), xlog, x0, x1)
     sy = _Scale(*_range(ys, ylog), ylog, y0, y1)
     out = [f'<text class="pt" x="{_f((x0 + x1) / 2)}" y="{_f(oy + 15)}">{esc(p.title)}</text>']
-    xt = [(c[0], c[1]) for c in p.xcategories] or [(t, p.xformat(t)) for t in ticks(sx.lo, sx.hi, xlog)]
+    if p.xcategories:
+        xt = [(c[0], c[1]) for c in p.xcategories]
+    elif len(set(xs)) == 1:  # one size: label it, not the padding around it
+        xt = [(xs[0], p.xformat(xs[0]))]
+    else:
+        xt = [(t, p.xformat(t)) for t in ticks(sx.lo, sx.hi, xlog)]
     yt = [(t, p.yformat(t)) for t in ticks(sy.lo, sy.hi, ylog)]
     grid = "".join(f"M{_f(sx(t))} {_f(y0)}V{_f(y1)}" for t, _ in xt)
     grid += "".join(f"M{_f(x0)} {_f(sy(t))}H{_f(x1)}" for t, _ in yt)
