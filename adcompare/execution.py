@@ -66,6 +66,10 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     want = expected_shape(cell.operator, wrt_shape=inputs.wrt.shape, out_shape=out_shape,
                           example_out_shape=ex_shape,
                           batch_size=None if inputs.batch is None else inputs.batch.shape[0])
+    # Input and output sizes (per example for per-example operators) let the report place forward against
+    # reverse mode without the problem installed.
+    details["wrt_size"] = int(inputs.wrt.size)
+    details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
     if tuple(result.shape) != tuple(want):
         return Measurement(status=Status.FAILED, details=details, **base,
                            message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "

@@ -1,8 +1,7 @@
 """Every available adapter × the quick suite's cells × variant × both dtypes, through real workers.
 
 Each cell must agree with the float64 reference and, pairwise, with every other adapter that ran it; unsupported
-cells must say why. Problems that declare data-dependent control flow (compilable=False) must *fail* under
-compiled variants — an expectation derived from the problem, not a list of skips.
+cells must say why. Known framework limitations are data in tests/expected.py, checked strictly.
 """
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import pytest
 
 from adcompare import plugins, runner
 from adcompare.status import Status
+from tests.expected import expected
 
 REGISTRY = plugins.load()
 PLAN = runner.plan(REGISTRY, runner.Selection(suite="quick", dtypes=("float32", "float64")))
@@ -23,17 +23,13 @@ def matrix():
     return {m.cell.key: m for m in out}
 
 
-def _expects_failure(cell) -> bool:
-    problem = REGISTRY.problems[cell.problem]
-    return not problem.compilable and not cell.variant.startswith("eager")
-
-
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
 def test_cell_agrees_or_says_why_not(cell, matrix):
     m = matrix[cell.key]
-    if _expects_failure(cell):
-        assert m.status in (Status.FAILED, Status.UNSUPPORTED), f"{cell.id} compiled data-dependent control flow"
-        assert m.message
+    known = expected(cell, REGISTRY.problems[cell.problem].compilable)
+    if known is not None and m.status is not Status.UNSUPPORTED:
+        assert m.status is known[0] and m.message, f"{cell.id}: expected {known[0].value} ({known[1]}), got " \
+                                                   f"{m.status.value}: {m.message}"
         return
     if m.status is Status.UNSUPPORTED:
         assert m.message, f"{cell.id}: unsupported without a reason"
