@@ -50,8 +50,9 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell before its worker is stopped")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="threads per framework (same for all; default: all cores)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads per framework, the same for all (default 1, as torch.utils.benchmark: "
+                        "reproducible on a shared machine; raise it to measure parallel speed-up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

@@ -188,7 +188,7 @@ def estimate_seconds(registry: Registry, p: Plan) -> float:
 @dataclass
 class RunOptions:
     timeout: float = 300.0
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = 1
     time_it: bool = True
     policy: dict = field(default_factory=dict)
     cache_dir: Path | None = None

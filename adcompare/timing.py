@@ -6,7 +6,8 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 3. calibration: `number` calls per block so a block lasts about `block_time` — timer overhead (~0.1 µs) is then
    negligible even for µs-scale cells;
 4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent;
-   each block yields one per-call sample (block time ÷ number). The sync is inside every call.
+   each block yields one per-call sample (block time ÷ number), and a block ten times longer than planned
+   shrinks `number` for the rest. The sync is inside every call.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
 first call minus steady-state median ("first call minus steady state").
 """
@@ -74,6 +75,9 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         elapsed = block(number)
         spent += elapsed
         samples.append(elapsed / number)
+        if number > 1 and elapsed > 10 * policy.block_time:
+            # Calibration came from one fast warm-up call; resize so the remaining blocks keep to their length.
+            number = max(1, int(number * policy.block_time / elapsed))
         enough = spent >= policy.min_time and len(samples) >= policy.min_samples
         if enough or spent >= policy.max_time:
             break
