@@ -2,16 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
-import time
-from pathlib import Path
 
 from rich.console import Console
 
-from . import plugins
-from .errors import AdcompareError, UsageError
+from .errors import AdcompareError
 from .runner import Selection
 
 EPILOG = """\

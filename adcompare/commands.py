@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -13,7 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import display, plugins, provenance, runner
 from .errors import UsageError
-from .measurement import Measurement
 from .results import ResultsWriter, finished_keys, load
 from .status import Status
 

@@ -10,7 +10,7 @@ Probes take `x` of shape (6,) with entries in [0.2, 0.9] (inside every function'
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any
 
 import numpy as np

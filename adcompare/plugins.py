@@ -11,7 +11,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 from .cell import Cell
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
-from .operators import OPERATORS, applicable, spec
+from .operators import OPERATORS, applicable
 from .plugins import Registry
 from .preflight import too_large
 from .problem import DTYPES, Problem, example_output_shape, output_shape

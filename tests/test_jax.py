@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from adcompare import runner
-from adcompare.adapter import Request
 from adcompare.cell import Cell
 from adcompare.status import Status
 

@@ -8,13 +8,11 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from adcompare import runner
 from adcompare.cell import Cell
 from adcompare.results import load
 from adcompare.status import Status
-from tests.conftest import FAULTS
 
 QUICK = {"min_time": 0.01, "max_time": 0.1, "warmup_time": 0.0, "min_samples": 3}
 
