@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         ad = rounds["hand: autograd.grad, plain autograd.numpy"]
         for label, samples in rounds.items():
             ratio = statistics.median(a / h for a, h in zip(samples, ad))
-            print(f"  {dtype:<8} {label:<45} {statistics.median(samples) * 1e6:9.1f}   {ratio:5.2f}× hand autograd.grad"
+            median = statistics.median(samples) * 1e6
+            print(f"  {dtype:<8} {label:<45} {median:9.1f}   {ratio:5.2f}× hand autograd.grad"
                   f"   rounds: {', '.join(f'{s * 1e6:.1f}' for s in samples)}")
     return 0
 
