@@ -210,7 +210,19 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
             record(m)
             measurements.append(m)
             progress(None, m)
+    own_cache = options.cache_dir is None  # a per-run compiler cache, removed at the end unless the user gave one
     cache_dir = options.cache_dir or Path(tempfile.mkdtemp(prefix="adcompare-cache-"))
+    try:
+        _run_groups(registry, p, options, cache_dir, record, on_worker, progress, skip_keys, measurements)
+    finally:
+        if own_cache:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    # Pairwise and adjoint agreement are derived from the recorded projections, here and again on load,
+    # so the file keeps exactly one record per cell.
+    return cross_check(measurements)
+
+
+def _run_groups(registry, p, options, cache_dir, record, on_worker, progress, skip_keys, measurements) -> None:
     groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
@@ -239,6 +251,3 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
                 progress(cell, m)
         finally:
             worker.close()
-    # Pairwise and adjoint agreement are derived from the recorded projections, here and again on load,
-    # so the file keeps exactly one record per cell.
-    return cross_check(measurements)
