@@ -156,13 +156,14 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
 
 
 def print_comparison(console: Console, rows) -> None:
-    from .ratio import METHOD
+    from .bootstrap import METHOD
 
-    t = Table(title=f"candidate / baseline median ({METHOD})", title_justify="left")
+    t = Table(title=f"candidate ÷ baseline median; {METHOD}", title_justify="left")
     for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "verdict"):
         t.add_column(col)
     for r in rows:
         style = {"faster": "green", "slower": "red"}.get(r.verdict, "dim")
-        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.ratio.ratio:.3f}",
-                  f"{r.ratio.low:.3f}–{r.ratio.high:.3f}", f"[{style}]{r.verdict}[/]")
+        interval = f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r.ratio else "—"
+        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.candidate / r.baseline:.3f}",
+                  interval, f"[{style}]{r.verdict}[/]")
     console.print(t)

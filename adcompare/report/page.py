@@ -23,7 +23,8 @@ from typing import Any
 from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
-from . import cells_table, compile_cost, correctness, figures, relative_cost, stats, summary
+from .. import bootstrap
+from . import cells_table, compile_cost, correctness, figures, relative_cost, summary
 from .dimensions import Dimensions
 from .svgchart import Palette
 
@@ -183,7 +184,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ms = cells_table.ordered(_memoized(results.measurements))
-    boot = stats.Bootstrap()
+    boot = bootstrap.Bootstrap()
     jo = relative_cost.ratios(ms)
     summaries = summary.summarize(ms, boot)
     compile_items = compile_cost.costs(ms)
@@ -232,7 +233,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "warnings": results.warnings,
         "overview": _overview(ms),
         "summaries": summaries,
-        "stats_method": stats.METHOD,
+        "stats_method": bootstrap.METHOD,
         "entry": summary.entry,
         "scaling": scaling,
         "relative": relative,

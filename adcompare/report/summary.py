@@ -13,7 +13,7 @@ from ..measurement import Measurement
 from ..operators import OPERATORS
 from ..status import Status
 from . import sizes
-from .stats import Bootstrap, Ratio
+from ..bootstrap import Bootstrap, Ratio
 
 
 def entry(m: Measurement) -> str:
