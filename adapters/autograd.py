@@ -94,6 +94,7 @@ class AutogradAdapter(Adapter):
     name = "autograd"
     distribution = "autograd"
     module = "autograd"
+    runtime_distributions = ("numpy",)
     variants = {"eager": "traced anew on every call (autograd has no compiler)"}
     devices = ("cpu",)
 
@@ -155,16 +156,6 @@ class AutogradAdapter(Adapter):
     def to_numpy(self, out: Any) -> np.ndarray:
         return np.asarray(out)
 
-    def versions(self) -> dict[str, str]:
-        import importlib.metadata as md
-
-        out = {}
-        for dist in ("autograd", "numpy"):
-            try:
-                out[dist] = md.version(dist)
-            except md.PackageNotFoundError:
-                pass
-        return out
 
 
 @hookimpl

@@ -51,6 +51,7 @@ class JaxAdapter(Adapter):
     name = "jax"
     distribution = "jax"
     module = "jax"
+    runtime_distributions = ("jaxlib",)
     variants = {"eager": "op-by-op dispatch, no jit", "compiled": "jax.jit, compiled ahead of time"}
 
     def setup(self, *, dtype: str, device: str, threads: int) -> None:
@@ -138,16 +139,6 @@ class JaxAdapter(Adapter):
         stats = self._device(device).memory_stats() or {}
         return stats.get("peak_bytes_in_use")
 
-    def versions(self) -> dict[str, str]:
-        import importlib.metadata as md
-
-        out = {}
-        for dist in ("jax", "jaxlib"):
-            try:
-                out[dist] = md.version(dist)
-            except md.PackageNotFoundError:
-                pass
-        return out
 
 
 @hookimpl

@@ -276,6 +276,7 @@ class TorchAdapter(Adapter):
     name = "torch"
     distribution = "torch"
     module = "torch"
+    runtime_distributions = ("array-api-compat",)
     variants = {
         "eager": "torch.func transforms, op-by-op",
         "eager-autograd": "classic torch.autograd (autograd.grad, forward_ad, autograd.functional), op-by-op",
@@ -415,16 +416,6 @@ class TorchAdapter(Adapter):
             return int(torch.cuda.max_memory_allocated())
         return None
 
-    def versions(self) -> dict[str, str]:
-        import importlib.metadata as md
-
-        out = {}
-        for dist in ("torch", "array-api-compat"):
-            try:
-                out[dist] = md.version(dist)
-            except md.PackageNotFoundError:
-                pass
-        return out
 
 
 @hookimpl

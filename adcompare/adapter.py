@@ -100,6 +100,7 @@ class Adapter(ABC):
     name: ClassVar[str]
     distribution: ClassVar[str]  # the pip distribution whose version is reported, e.g. "jax"
     module: ClassVar[str]  # the importable module, e.g. "jax"
+    runtime_distributions: ClassVar[tuple[str, ...]] = ()  # more versions worth recording, e.g. ("jaxlib",)
     variants: ClassVar[Mapping[str, str]] = {"eager": "op-by-op", "compiled": "compiled"}
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
@@ -152,6 +153,11 @@ class Adapter(ABC):
         return None
 
     def versions(self) -> dict[str, str]:
-        """Versions worth recording in provenance (framework and its runtime pieces)."""
-        avail = self.available()
-        return {self.distribution: avail.version or "unknown"}
+        """Installed versions of `distribution` and `runtime_distributions`, for provenance."""
+        out = {}
+        for dist in (self.distribution, *self.runtime_distributions):
+            try:
+                out[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                pass
+        return out
