@@ -55,6 +55,10 @@ COMPILE_METHOD = {
                 "compiles on it); includes one execution",
 }
 DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tensorflow-gpu", "tf-nightly")
+MATMUL_RANK = ("Shape must be rank 2 but is rank 1", "ndims must be >= 2")
+MATMUL_HINT = ("TensorFlow's `@` is tf.linalg.matmul, which needs rank >= 2 operands, and the problem applies `@` to "
+               "a 1-d array (under tf.vectorized_map one example is 1-d); write xp.matmul(a, b), which handles 1-d "
+               "operands as the Array API says")
 FALLBACK = "Using a while_loop for converting"
 RETRACING = "triggered tf.function retracing"
 
@@ -80,6 +84,18 @@ class TensorflowLogFilter(logging.Filter):
                 self.fallbacks.append(message.splitlines()[0][:300])
             return False
         return RETRACING not in message
+
+
+def explained(call: Callable[[], Any]) -> Any:
+    """call(), with TensorFlow's rank error from a 1-d `@` turned into a CellFailure that names the fix."""
+    from adcompare.errors import CellFailure
+
+    try:
+        return call()
+    except Exception as exc:
+        if any(text in str(exc) for text in MATMUL_RANK):
+            raise CellFailure(MATMUL_HINT) from exc
+        raise
 
 
 # --- operators -----------------------------------------------------------------------------------------------
@@ -158,6 +174,7 @@ def build_operator(tf: ModuleType, operator: str, f: Callable[..., Any]) -> Call
 class TensorflowAdapter(Adapter):
     name = "tensorflow"
     module = "tensorflow"
+    runtime_distributions = ("keras",)
     variants = {
         "eager": "op-by-op (tape.jacobian and vectorized_map retrace their inner tf.function on every call)",
         "graph": "tf.function with a fixed input signature, traced once ahead of time",
@@ -269,20 +286,23 @@ class TensorflowAdapter(Adapter):
 
         if request.variant == "eager":
             if self._pinned:
-                return Prepared(lambda: fn(*args), details=details, after_first_call=after_first_call)
+                def run() -> Any:
+                    return explained(lambda: fn(*args))
+            else:
+                def run() -> Any:
+                    with tf.device(device):
+                        return explained(lambda: fn(*args))
 
-            def placed() -> Any:
-                with tf.device(device):
-                    return fn(*args)
-
-            return Prepared(placed, details=details, after_first_call=after_first_call)
+            return Prepared(run, details=details, after_first_call=after_first_call)
 
         jit = request.variant == "compiled"
         signature = [tf.TensorSpec(a.shape, a.dtype) for a in args]
-        function = tf.function(fn, input_signature=signature, jit_compile=jit)
+        # autograph off: the problems' loops are static Python, unrolled at trace time, and autograph cannot parse
+        # Problem.bind's lambdas anyway (it warns, then runs them unconverted).
+        function = tf.function(fn, input_signature=signature, jit_compile=jit, autograph=False)
         start = time.perf_counter()
         with tf.device(device):
-            concrete = function.get_concrete_function()
+            concrete = explained(function.get_concrete_function)
             first = concrete(*args)
         self.sync(first)
         seconds = time.perf_counter() - start
@@ -307,15 +327,6 @@ class TensorflowAdapter(Adapter):
         if device == "cuda" and self.device_unavailable(device) is None:
             return int(tensorflow().config.experimental.get_memory_info("GPU:0")["peak"])
         return None
-
-    def versions(self) -> dict[str, str]:
-        out = {}
-        for dist in (self.distribution, "keras", "ml-dtypes"):
-            try:
-                out[dist] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                pass
-        return out
 
 
 @hookimpl
