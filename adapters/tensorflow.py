@@ -55,7 +55,8 @@ COMPILE_METHOD = {
                 "compiles on it); includes one execution",
 }
 DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tensorflow-gpu", "tf-nightly")
-MATMUL_RANK = ("Shape must be rank 2 but is rank 1", "ndims must be >= 2")
+MATMUL_RANK = ("Shape must be rank 2 but is rank 1", "In[0] and In[1] ndims must be >= 2",
+               "In[0] and In[1] has different ndims")  # graph, and the two eager spellings
 MATMUL_HINT = ("TensorFlow's `@` is tf.linalg.matmul, which needs rank >= 2 operands, and the problem applies `@` to "
                "a 1-d array (under tf.vectorized_map one example is 1-d); write xp.matmul(a, b), which handles 1-d "
                "operands as the Array API says")
