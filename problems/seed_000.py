@@ -40,7 +40,7 @@ def linear_layer(W, X, /, *, xp):
     output (i, k) depends only on column k of W. Per-example operators map over the rows xᵢ of X: ∂(xᵢ @ W)/∂W has
     shape (o, p, o) for each of the n rows.
     """
-    return X @ W
+    return xp.matmul(X, W)  # not X @ W: TensorFlow's Tensor.__matmul__ rejects the 1-d row of one example
 
 
 @linear_layer.inputs
@@ -63,7 +63,7 @@ def linear_layer_rowsum(W, X, /, *, xp):
     vmap_grad gives (n, p, o) with [i, :, k] = xᵢ: since output k of xᵢ @ W depends on column k of W only, column
     k of ∇_W sᵢ is the article's grad of xᵢ·W₋ₖ w.r.t. W₋ₖ, which it maps over rows and columns.
     """
-    return xp.sum(X @ W, axis=-1)
+    return xp.sum(xp.matmul(X, W), axis=-1)
 
 
 @linear_layer_rowsum.inputs

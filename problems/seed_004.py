@@ -59,7 +59,7 @@ def _predict(params, x, xp):
     out = x
     for layer in range(params.shape[0]):
         W, b = params[layer, :, :h], params[layer, :, h]
-        out = x @ xp.matrix_transpose(W) + b  # W x for one input (h,), X Wᵀ for a batch (B, h)
+        out = xp.matmul(x, xp.matrix_transpose(W)) + b  # W x for one input (h,), X Wᵀ for a batch (B, h)
         x = xp.tanh(out)
     return out
 
