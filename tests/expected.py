@@ -15,6 +15,8 @@ EXPECTED: dict[tuple[str, str, str, str], tuple[Status, str]] = {
     **{("autograd", "control_loop", op, "*"): (
         Status.FAILED, "autograd's ArrayBox has no int(): seed 001's loop count read from the differentiated input "
                        "cannot be traced (JAX and torch eager trace it with concrete values)") for op in DERIVATIVES},
+    ("tensorflow", "control_loop", "jacfwd", "*"): (
+        Status.FAILED, "tf.vectorized_map traces f as a graph, where int(max(z)) has no value"),
 }
 
 

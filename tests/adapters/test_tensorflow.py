@@ -168,14 +168,8 @@ def test_seed_001_jacobian(registry, adapter, operator, variant, dtype):
     np.testing.assert_allclose(jac, SEED_001_JACOBIAN, rtol=1e-6, atol=1e-6)
 
 
-PER_EXAMPLE = frozenset({"vmap_grad", "vmap_jacfwd", "vmap_jacrev"})
-AT_1D = "applies `@` to a 1-d array"
 # Expected failures, as data: problem -> (operators, text the CellFailure/exception must contain).
 EXPECTED_FAILURES = {
-    "linear_layer": (PER_EXAMPLE, AT_1D),
-    "linear_layer_rowsum": (PER_EXAMPLE, AT_1D),
-    "mlp_predict": (PER_EXAMPLE, AT_1D),
-    "mlp_loss": (PER_EXAMPLE, AT_1D),
     # tf.vectorized_map traces f as a graph, where int(max(z)) has no value (JAX's jacfwd keeps the primal concrete)
     "control_loop": (frozenset({"jacfwd"}), "SymbolicTensor"),
 }
@@ -235,24 +229,25 @@ def test_matrix_covers_every_operator():
 
 
 @problem(sizes=[dict(n=3, p=4, o=2)], wrt="W", batch="X")
-def linear_rowsum_matmul(W, X, /, *, xp):
-    """seed 000's linear_layer_rowsum written with xp.matmul, as proposed for the problem suite."""
-    return xp.sum(xp.matmul(X, W), axis=-1)
+def linear_rowsum_at(W, X, /, *, xp):
+    """seed 000's linear_layer_rowsum written with `@`, which TensorFlow rejects for one (1-d) example."""
+    return xp.sum(X @ W, axis=-1)
 
 
-@linear_rowsum_matmul.inputs
+@linear_rowsum_at.inputs
 def _(rng, n, p, o):
     return {"W": rng.uniform(0.0, 1.0, (p, o)), "X": rng.uniform(0.0, 1.0, (n, p))}
 
 
 GRAPH_CELLS = [("exp_dot_loss", op) for op in ("value", "grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "hvp")]
-GRAPH_CELLS += [("rbf_kernel_map", "vmap_jacfwd"), ("rbf_kernel_map", "vmap_jacrev"), ("bundle_adjustment", "jacfwd")]
+GRAPH_CELLS += [("rbf_kernel_map", "vmap_jacfwd"), ("rbf_kernel_map", "vmap_jacrev"), ("bundle_adjustment", "jacfwd"),
+                ("linear_layer_rowsum", "vmap_grad")]
 
 
 @pytest.mark.parametrize("variant", ["graph", "compiled"])
-@pytest.mark.parametrize("problem_name,operator", GRAPH_CELLS + [("linear_rowsum_matmul", "vmap_grad")])
+@pytest.mark.parametrize("problem_name,operator", GRAPH_CELLS)
 def test_graph_and_xla_trace_once_ahead_of_time(registry, adapter, problem_name, operator, variant):
-    prob = linear_rowsum_matmul.build() if problem_name == "linear_rowsum_matmul" else registry.problem(problem_name)
+    prob = registry.problem(problem_name)
     prepared, out, inputs, size = run(adapter, prob, operator, "float32", variant)
     _check(prob, operator, "float32", prepared, out, inputs, size)
     assert prepared.compile_seconds > 0 and "get_concrete_function" in prepared.compile_method
@@ -269,7 +264,7 @@ def test_graph_fails_data_dependent_control_flow_with_the_reason(registry, adapt
 
 def test_at_operator_failure_names_the_fix(registry, adapter):
     with pytest.raises(CellFailure, match=r"write xp\.matmul"):
-        run(adapter, registry.problem("mlp_loss"), "vmap_grad", "float64", "graph")
+        run(adapter, linear_rowsum_at.build(), "vmap_grad", "float64", "graph")
 
 
 def test_pfor_fallback_is_recorded_not_printed(tf, adapter, registry):
