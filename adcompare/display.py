@@ -100,7 +100,9 @@ def check_record(m: Measurement) -> dict[str, Any]:
             "algorithm": m.algorithm, "support": m.support, "message": m.message}
 
 
-def _mark(m: Measurement) -> str:
+def _mark(m: Measurement, expected: bool = False) -> str:
+    if expected:
+        return f"[yellow]✗ {m.status.value} (expected)[/]"
     if m.status is Status.OK:
         return f"[green]✓[/] {m.check.error:.1e}" if m.check and m.check.error is not None else "[green]✓[/]"
     if m.status in (Status.UNSUPPORTED, Status.SKIPPED):
@@ -108,8 +110,10 @@ def _mark(m: Measurement) -> str:
     return f"[red]✗ {m.status.value}[/]"
 
 
-def print_check_matrix(console: Console, measurements: Sequence[Measurement]) -> None:
-    """One table per (problem, size, dtype): operators down, adapter/variant across."""
+def print_check_matrix(console: Console, measurements: Sequence[Measurement],
+                       expected: dict[str, str] | None = None) -> None:
+    """One table per (problem, size, dtype): operators down, adapter/variant across; then failures, by kind."""
+    expected = expected or {}
     groups: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[(m.cell.problem, m.cell.size, m.cell.dtype, m.cell.device)].append(m)
@@ -124,15 +128,18 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement]) ->
             t.add_column(f"{a}\n{v}")
         index = {(m.cell.operator, m.cell.adapter, m.cell.variant): m for m in ms}
         for op in ops:
-            t.add_row(op, *(_mark(index[(op, a, v)]) if (op, a, v) in index else "" for a, v in columns))
+            t.add_row(op, *(_mark(index[(op, a, v)], index[(op, a, v)].cell.key in expected)
+                            if (op, a, v) in index else "" for a, v in columns))
         console.print(t)
-    failures = [m for m in measurements if m.status.is_failure]
-    if failures:
-        t = Table(title="Failures", title_justify="left")
-        for col in ("cell", "status", "message"):
+    for title, chosen in (("Failures", [m for m in measurements if m.status.is_failure and m.cell.key not in expected]),
+                          ("Expected failures (known limitations)", [m for m in measurements if m.cell.key in expected])):
+        if not chosen:
+            continue
+        t = Table(title=title, title_justify="left")
+        for col in ("cell", "status", "why" if chosen[0].cell.key in expected else "message"):
             t.add_column(col, overflow="fold")
-        for m in failures:
-            t.add_row(m.cell.id, m.status.value, escape(m.message))
+        for m in chosen:
+            t.add_row(m.cell.id, m.status.value, escape(expected.get(m.cell.key) or m.message))
         console.print(t)
 
 

@@ -1,13 +1,16 @@
-"""Expected failures as data: (adapter, problem, operator, variant) → (status, reason). '*' matches anything.
+"""Known framework limitations as data: (adapter, problem, operator, variant) → (status, reason); '*' matches all.
 
-Strict: a listed cell that starts passing fails its test, so the entry is removed when a framework fixes it.
+A cell that fails as expected is still recorded as `failed` with the framework's message; `adcompare check` and
+`adcompare run` do not count it against their exit code, and the check matrix labels it. The test suite holds
+the table strictly: a listed cell that starts passing fails its test, so entries go when frameworks improve.
 Compiled variants of problems declaring `compilable=False` are expected to fail by rule, not listed here.
 """
 from __future__ import annotations
 
-from adcompare.cell import Cell
-from adcompare.operators import OPERATORS
-from adcompare.status import Status
+from .cell import Cell
+from .measurement import Measurement
+from .operators import OPERATORS
+from .status import Status
 
 DERIVATIVES = [op for op in OPERATORS if op != "value"]  # `value` traces nothing, so it runs
 
@@ -28,3 +31,10 @@ def expected(cell: Cell, compilable: bool) -> tuple[Status, str] | None:
                                                    (operator, cell.operator), (variant, cell.variant))):
             return outcome
     return None
+
+
+def expected_failure(m: Measurement, problems) -> str | None:
+    """The reason `m` failed as expected, or None (also None when it did not fail the expected way)."""
+    problem = problems.get(m.cell.problem)
+    known = expected(m.cell, problem.compilable) if problem is not None else None
+    return known[1] if known is not None and m.status is known[0] else None

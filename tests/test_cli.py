@@ -65,3 +65,13 @@ def test_run_then_compare(tmp_path, capsys):
     assert row["low"] <= row["ratio"] <= row["high"] and row["verdict"]
     header = json.loads(a.read_text().splitlines()[0])
     assert header["provenance"]["threads"] == 1 and header["provenance"]["numpy"]
+
+
+def test_expected_failures_are_labelled_and_do_not_fail_the_check(capsys):
+    """Seed 001's data-dependent loop must fail under jit — as data (adcompare/expectations.py), not an error."""
+    argv = ["check", "--adapter", "jax", "--problem", "control_loop", "--operator", "grad", "--variant", "compiled",
+            "--dtype", "float32", "--no-progress", "--json"]
+    assert main(argv) == 0
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert record["status"] == "failed" and "ConcretizationTypeError" in record["message"]
+    assert record["expected_failure"] == "data-dependent Python control flow cannot be compiled"

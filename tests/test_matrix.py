@@ -1,7 +1,7 @@
 """Every available adapter × the quick suite's cells × variant × both dtypes, through real workers.
 
 Each cell must agree with the float64 reference and, pairwise, with every other adapter that ran it; unsupported
-cells must say why. Known framework limitations are data in tests/expected.py, checked strictly.
+cells must say why. Known framework limitations are data in adcompare/expectations.py, checked strictly.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from adcompare import plugins, runner
 from adcompare.status import Status
-from tests.expected import expected
+from adcompare.expectations import expected
 
 REGISTRY = plugins.load()
 PLAN = runner.plan(REGISTRY, runner.Selection(suite="quick", dtypes=("float32", "float64")))

@@ -9,7 +9,7 @@ from adcompare.cell import Cell
 from adcompare.operators import OPERATORS, applicable
 from adcompare.problem import example_output_shape, output_shape
 from adcompare.status import Status
-from tests.expected import expected
+from adcompare.expectations import expected
 
 REGISTRY = plugins.load()
 ADAPTERS, _ = runner.usable_adapters(REGISTRY, ())
