@@ -19,10 +19,11 @@ from adcompare.results import load
 
 SLICES = {
     "exp_dot_loss": ["--problem", "exp_dot_loss", "--size", "n10000", "--operator", "grad,jacfwd,jacrev"],
-    "linear_layer": ["--problem", "linear_layer,linear_layer_rowsum", "--size", "n10-p512-o5",
-                     "--operator", "jacfwd,jacrev,vmap_jacfwd,vmap_jacrev,vmap_grad"],
-    "rbf": ["--problem", "rbf_kernel_point,rbf_kernel_map", "--size", "n1000",
-            "--operator", "jacrev,jacfwd,vmap_jacfwd,vmap_jacrev"],
+    "linear_layer": ["--problem", "linear_layer", "--size", "n10-p512-o5",
+                     "--operator", "jacfwd,jacrev,vmap_jacfwd,vmap_jacrev"],
+    "linear_layer_rowsum": ["--problem", "linear_layer_rowsum", "--size", "n10-p512-o5", "--operator", "vmap_grad"],
+    "rbf_point": ["--problem", "rbf_kernel_point", "--size", "n1000", "--operator", "jacfwd,jacrev"],
+    "rbf_map": ["--problem", "rbf_kernel_map", "--size", "n1000", "--operator", "vmap_jacfwd,vmap_jacrev"],
     "control": ["--problem", "control_loop,control_loop_static", "--size", "n1000", "--operator", "grad"],
 }
 
@@ -31,12 +32,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-o", "--output", default="reports/seed-claims")
     parser.add_argument("--adapter", default="")
+    parser.add_argument("--only", default="", help="comma-separated slice names to (re)run: " + ", ".join(SLICES))
     args = parser.parse_args()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     files = []
     for name, selection in SLICES.items():
         path = out / f"{name}.jsonl"
+        if args.only and name not in args.only.split(","):
+            files.append(path)
+            continue
         cmd = [sys.executable, "-m", "adcompare", "run", *selection, "--dtype", "float32", "--suite", "full",
                "--timeout", "300", "--no-progress", "-o", str(path)]
         if args.adapter:
