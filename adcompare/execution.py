@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import memory, timing
-from .adapter import Adapter, Request
+from .adapter import Adapter, CellInputs, Request
 from .cell import Cell
 from .inputs import cell_inputs
 from .measurement import Measurement
 from .operators import expected_shape, spec
-from .problem import Problem, example_output_shape, output_shape
+from .problem import Problem, Size, example_output_shape, output_shape
 from .status import Status
 
 
@@ -36,6 +36,20 @@ def describe_exception(exc: BaseException) -> str:
         last = frames[-1]
         head += f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name})"
     return head[:2000]
+
+
+def run_once(adapter: Adapter, problem: Problem, operator: str, dtype: str, *, variant: str = "eager",
+             device: str = "cpu", inputs: CellInputs | None = None, size: Size | None = None):
+    """Prepare and run one cell once in this process, synced: (prepared, NumPy result, inputs, size).
+
+    For adapter tests and the conformance suite; runs use `run_cell` in a worker.
+    """
+    size = size or problem.smallest_size
+    inputs = inputs or cell_inputs(problem, size, operator, dtype)
+    prepared = adapter.prepare(Request(problem, operator, variant, device, dtype, inputs))
+    out = prepared.run()
+    adapter.sync(out)
+    return prepared, adapter.to_numpy(out), inputs, size
 
 
 def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionOptions = ExecutionOptions()

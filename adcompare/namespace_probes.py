@@ -137,7 +137,7 @@ def used_names(problems: Iterable[Any]) -> set[str]:
 
     seen: set[str] = set()
     for problem in problems:
-        size = min(problem.sizes, key=lambda s: sum(v for _, v in s.dims))
+        size = problem.smallest_size
         inputs = problem.inputs(size, "float64")
         w = inputs.pop(problem.wrt)
         problem.bind(_Recorder(np, "", seen), inputs)(w)

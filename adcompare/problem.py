@@ -62,6 +62,11 @@ class Problem:
     compilable: bool = True  # False: data-dependent Python control flow; a compiler must fail it
     source: str = ""
 
+    @property
+    def smallest_size(self) -> Size:
+        """The size with the fewest dimension units: where tests, checks and the quick suite start."""
+        return min(self.sizes, key=lambda s: sum(v for _, v in s.dims))
+
     def size(self, label: str) -> Size:
         for s in self.sizes:
             if s.label == label:

@@ -6,8 +6,7 @@ import pytest
 
 from adcompare import plugins, runner
 from adcompare.cell import Cell
-from adcompare.operators import OPERATORS, applicable
-from adcompare.problem import example_output_shape, output_shape
+from adcompare.operators import applicable_operators
 from adcompare.status import Status
 from adcompare.expectations import expected
 
@@ -15,18 +14,11 @@ REGISTRY = plugins.load()
 ADAPTERS, _ = runner.usable_adapters(REGISTRY, ())
 
 
-def _operators(problem):
-    out = output_shape(problem, problem.sizes[0])
-    ex = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
-    return [op for op in (problem.operators or OPERATORS)
-            if applicable(op, out_shape=out, example_out_shape=ex, has_batch=problem.batch is not None) is None]
-
-
 def _cells():
     cells = []
     for problem in REGISTRY.problems.values():
-        smallest = min(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)).label
-        ops = _operators(problem)
+        smallest = problem.smallest_size.label
+        ops = applicable_operators(problem)
         variant = "compiled" if problem.compilable else "eager"
         cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64") for op in ops]
         first_derivative = next(op for op in ops if op != "value")

@@ -16,12 +16,12 @@ import pytest
 if importlib.util.find_spec("tensorflow") is None:  # not importorskip: the adapter must import it, quietly
     pytest.skip("tensorflow is not installed; pip install 'adcompare[tensorflow-cpu]'", allow_module_level=True)
 from adcompare import plugins, problem  # noqa: E402
-from adcompare.adapter import CellInputs, Request, Support  # noqa: E402
+from adcompare.adapter import CellInputs, Support  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
-from adcompare.inputs import cell_inputs  # noqa: E402
+from adcompare.execution import run_once  # noqa: E402
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names  # noqa: E402
-from adcompare.operators import OPERATORS, applicable, expected_shape, spec  # noqa: E402
+from adcompare.operators import OPERATORS, applicable_operators, expected_shape, spec  # noqa: E402
 from adcompare.problem import example_output_shape, output_shape  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
@@ -44,12 +44,7 @@ def tf(adapter):
 
 
 def run(adapter, prob, operator, dtype, variant="eager", inputs=None, device="cpu"):
-    size = min(prob.sizes, key=lambda s: sum(v for _, v in s.dims))
-    inputs = inputs or cell_inputs(prob, size, operator, dtype)
-    prepared = adapter.prepare(Request(prob, operator, variant, device, dtype, inputs))
-    out = prepared.run()
-    adapter.sync(out)
-    return prepared, adapter.to_numpy(out), inputs, size
+    return run_once(adapter, prob, operator, dtype, variant=variant, device=device, inputs=inputs)
 
 
 def test_registered_and_quiet_without_importing_tensorflow_at_import(registry):
@@ -177,12 +172,7 @@ EXPECTED_FAILURES = {
 
 def _cells(registry, adapter):
     for prob in registry.problems.values():
-        size = min(prob.sizes, key=lambda s: sum(v for _, v in s.dims))
-        ex = example_output_shape(prob, size) if prob.batch else None
-        for operator in prob.operators or OPERATORS:
-            if applicable(operator, out_shape=output_shape(prob, size), example_out_shape=ex,
-                          has_batch=prob.batch is not None):
-                continue
+        for operator in applicable_operators(prob):
             assert adapter.capability(operator, "eager").support is Support.NATIVE
             yield prob.name, operator
 

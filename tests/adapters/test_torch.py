@@ -15,9 +15,10 @@ from adcompare import plugins  # noqa: E402
 from adcompare.adapter import CellInputs, Request  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
+from adcompare.execution import run_once  # noqa: E402
 from adcompare.inputs import cell_inputs  # noqa: E402
 from adcompare.namespace_probes import PROBES, probe_input  # noqa: E402
-from adcompare.operators import OPERATORS, applicable, expected_shape, spec  # noqa: E402
+from adcompare.operators import OPERATORS, applicable_operators, expected_shape, spec  # noqa: E402
 from adcompare.problem import example_output_shape, output_shape, problem  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
@@ -40,12 +41,7 @@ def adapter(registry):
 
 
 def run(adapter, prob, operator, variant, dtype, inputs=None, size=None):
-    size = size or min(prob.sizes, key=lambda s: sum(v for _, v in s.dims))
-    inputs = inputs or cell_inputs(prob, size, operator, dtype)
-    prepared = adapter.prepare(Request(prob, operator, variant, "cpu", dtype, inputs))
-    out = prepared.run()
-    adapter.sync(out)
-    return prepared, adapter.to_numpy(out), inputs, size
+    return run_once(adapter, prob, operator, dtype, variant=variant, inputs=inputs, size=size)
 
 
 def test_registered_through_entry_points_without_importing_torch(registry):
@@ -142,12 +138,7 @@ def test_seed_001_jacobian(registry, adapter, operator, dtype, variant):
 
 def _native_cells(registry, adapter):
     for prob in registry.problems.values():
-        size = min(prob.sizes, key=lambda s: sum(v for _, v in s.dims))
-        ex = example_output_shape(prob, size) if prob.batch else None
-        for operator in prob.operators or OPERATORS:
-            if applicable(operator, out_shape=output_shape(prob, size), example_out_shape=ex,
-                          has_batch=prob.batch is not None):
-                continue
+        for operator in applicable_operators(prob):
             for variant in EAGER_VARIANTS:
                 if adapter.capability(operator, variant).supported:
                     yield prob.name, operator, variant
