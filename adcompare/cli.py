@@ -47,6 +47,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="threads per framework, the same for all (default 1, as torch.utils.benchmark: "
                         "reproducible on a shared machine; raise it to measure parallel speed-up)")
+    p.add_argument("--memory-limit", type=float, metavar="GIB",
+                   help="cells whose pre-flight memory estimate exceeds this are too_large (default: half the RAM)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

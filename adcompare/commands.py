@@ -68,8 +68,9 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
             bar.stop()
 
 
-def _plan(registry, selection):
-    plan = runner.plan(registry, selection)
+def _plan(registry, selection, args):
+    limit = int(args.memory_limit * 2**30) if args.memory_limit else None
+    plan = runner.plan(registry, selection, memory_limit=limit)
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:
@@ -79,7 +80,7 @@ def _plan(registry, selection):
 
 def cmd_check(args: argparse.Namespace, selection) -> int:
     registry = _registry(args)
-    plan = _plan(registry, selection(args))
+    plan = _plan(registry, selection(args), args)
     measurements = _execute(registry, plan, args, time_it=False, writer=None)
     expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
     if args.json:
@@ -102,7 +103,7 @@ def cmd_check(args: argparse.Namespace, selection) -> int:
 
 def cmd_run(args: argparse.Namespace, selection) -> int:
     registry = _registry(args)
-    plan = _plan(registry, selection(args))
+    plan = _plan(registry, selection(args), args)
     skip = finished_keys(args.output) if args.resume else set()
     if args.dry_run:
         todo = [c for c in plan.cells if c.key not in skip]
@@ -129,7 +130,7 @@ def cmd_report(args: argparse.Namespace, _selection) -> int:
     if args.results:
         results = load(args.results)
     else:
-        plan = _plan(registry, runner.Selection(suite="quick"))
+        plan = _plan(registry, runner.Selection(suite="quick"), args)
         path = out_dir / "results.jsonl"
         with ResultsWriter(path, provenance.collect(args.threads)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)

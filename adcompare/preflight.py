@@ -47,5 +47,5 @@ def too_large(problem: Problem, size: Size, operator: str, dtype: str, limit: in
     need = estimate_bytes(problem, size, operator, dtype)
     if need > limit:
         return (f"estimated {need / 2**30:.1f} GiB for {operator} at {size.label} exceeds the "
-                f"{limit / 2**30:.1f} GiB limit (half the machine's memory; --memory-limit to change)")
+                f"{limit / 2**30:.1f} GiB limit (default: half the machine's memory; --memory-limit GIB to change)")
     return None

@@ -104,7 +104,9 @@ def _size_order(problem: Problem) -> dict[str, int]:
     return {s.label: i for i, s in enumerate(sorted(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)))}
 
 
-def plan(registry: Registry, sel: Selection) -> Plan:
+def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None) -> Plan:
+    """The cells to run, and those decided without running (unsupported, or too large for `memory_limit` bytes,
+    default half the machine's memory)."""
     if sel.suite not in SUITES:
         raise unknown("suite", sel.suite, SUITES)
     _check_names("operator", sel.operators, OPERATORS)
@@ -160,7 +162,7 @@ def plan(registry: Registry, sel: Selection) -> Plan:
                                     decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
                                                                support=cap.support.value))
                                     continue
-                                big = too_large(problem, size, op, dtype)
+                                big = too_large(problem, size, op, dtype, memory_limit)
                                 if big:
                                     decided.append(Measurement(cell, Status.TOO_LARGE, big,
                                                                support=cap.support.value, algorithm=cap.algorithm))

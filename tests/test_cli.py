@@ -75,3 +75,11 @@ def test_expected_failures_are_labelled_and_do_not_fail_the_check(capsys):
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert record["status"] == "failed" and "ConcretizationTypeError" in record["message"]
     assert record["expected_failure"] == "data-dependent Python control flow cannot be compiled"
+
+
+def test_memory_limit_marks_cells_too_large_before_running(capsys):
+    argv = ["check", "--adapter", "jax", "--problem", "exp_dot_loss", "--size", "n10000", "--operator", "jacfwd",
+            "--variant", "eager", "--dtype", "float32", "--memory-limit", "0.1", "--no-progress", "--json"]
+    assert main(argv) == 1  # nothing ran, so nothing was checked
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert record["status"] == "too_large" and "exceeds the 0.1 GiB limit" in record["message"]
