@@ -38,3 +38,21 @@ def expected_failure(m: Measurement, problems) -> str | None:
     problem = problems.get(m.cell.problem)
     known = expected(m.cell, problem.compilable) if problem is not None else None
     return known[1] if known is not None and m.status is known[0] else None
+
+
+def unexpected(m: Measurement, problems) -> str | None:
+    """None when `m` is as it should be — ok, unsupported with a reason, or failed exactly as expected — else why
+    not, in one line (for tests and suites that hold the built-in adapters to this table strictly)."""
+    problem = problems.get(m.cell.problem)
+    known = expected(m.cell, problem.compilable) if problem is not None else None
+    if known is not None and m.status is not Status.UNSUPPORTED:
+        if m.status is known[0] and m.message:
+            return None
+        return f"{m.cell.id}: expected {known[0].value} ({known[1]}), got {m.status.value}: {m.message}"
+    if m.status is Status.UNSUPPORTED:
+        return None if m.message else f"{m.cell.id}: unsupported without a reason"
+    if m.status is Status.OK:
+        return None
+    c = m.check
+    extra = f" (error {c.error}, pairwise {c.pairwise_error}, adjoint {c.adjoint_error}, tol {c.tolerance})" if c else ""
+    return f"{m.cell.id}: {m.status.value}: {m.message}{extra}"

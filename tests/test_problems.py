@@ -301,7 +301,7 @@ def lstm_loops(main, extra, state, sequence):
 
 def test_lstm_objective_equals_plain_loops_at_a_hand_made_input():
     rng = np.random.default_rng(7)
-    layers, c, b = 2, 5, 4
+    layers, b = 2, 4  # and c = 5 characters in the sequence below
     main = rng.uniform(-1, 1, (2 * layers, 4 * b))
     extra = rng.uniform(-1, 1, (3, b))
     state = rng.uniform(-1, 1, (2 * layers, b))
