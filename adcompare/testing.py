@@ -1,4 +1,5 @@
-"""The adapter conformance suite. An adapter author runs it by subclassing one class in their own tests:
+"""The adapter conformance suite: what every adapter, built-in or third-party, must do. Subclass one class in
+your own tests (docs/adapters.md walks through it):
 
     from adcompare.testing import AdapterConformance
     from my_package import MyAdapter
@@ -6,161 +7,465 @@
     class TestMyAdapter(AdapterConformance):
         adapter = MyAdapter()
 
-It checks, on small built-in problems: availability reporting; that the namespace covers every name the built-in
-problems use, with NumPy's values; declared support against actual behaviour for every operator and variant, in
-float32 and float64, through worker processes as in a real run (a supported cell runs, has the declared shape and
-dtype, and agrees with the float64 reference; an unsupported one says why and refuses to prepare); and that
-`sync` really blocks. The adapter must be registered (an entry point in the `adcompare` group, or a file named in
-`plugins`), since workers find adapters by name. In-process checks use float32 only: JAX's x64 switch is
-process-wide.
+Each check is a pytest test, parametrized so that a failure names its dtype, variant, problem and operator:
+- availability: `available()` says installed with a version, or why not; the name, variants and devices are
+  usable in selectors; importing the adapter and asking `available()`/`capability()` imports no framework;
+- capabilities: every operator in every variant is declared with an algorithm, or unsupported with a reason;
+- namespace: every name the registered problems use resolves on `namespace()`, and each probed name
+  (`namespace_probes.PROBES`) gives NumPy's values;
+- behaviour, on small built-in problems (`CONFORMANCE_PROBLEMS`): a declared-supported (operator, variant) runs,
+  returns a NumPy array of `expected_shape`, returns the same on a second call and leaves its inputs alone; its
+  result agrees with the float64 reference (`check_result` → ok); a declared-unsupported one raises an error that
+  names it — also for a variant the adapter does not know;
+- sync: after `sync(run())` returns, the work is done: converting the result costs less than the call did.
+
+It runs the adapter in the test process (setup, prepare, run, sync, to_numpy called directly), so a breakpoint
+works; about 1 s for a NumPy-speed adapter. Two reasons to move a dtype out of the test process into adcompare's
+worker (`isolated_dtypes`, as `adcompare run` runs cells): `setup` flips a process-wide switch (JAX's x64: the
+built-in JAX suite checks float32 here and float64 in a worker), or a cell kills the interpreter (a compiler
+segfault would end the pytest session). An isolated dtype's cells are run, shape-checked and compared with the
+reference in the worker; the adapter must then be registered (an entry point, or a file named in `plugins`).
+Slow variants (`Adapter.slow_variants`, e.g. torch.compile) run `slow_operators` only.
 """
 from __future__ import annotations
 
+import json
+import math
+import os
+import pickle
+import statistics
+import subprocess
+import sys
 import time
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
 from . import plugins
-from .adapter import Adapter, Availability
-from .execution import run_once
-from .namespace_probes import PROBES, probe_input, used_names
-from .operators import OPERATORS, spec
+from .adapter import Adapter, Availability, Capability, Request
+from .check import check_result, describe, scaled_error, status_of, tolerance
+from .execution import describe_exception
+from .inputs import cell_inputs
+from .measurement import Check
+from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
+from .operators import OPERATORS, applicable, expected_shape
+from .problem import Problem, example_output_shape, output_shape
+from .problem import problem as declare_problem
 from .runner import STANDARD_VARIANTS
 from .status import Status
 
-DTYPE = "float32"  # in-process checks (namespace, sync); operator behaviour runs both dtypes in workers
-DTYPES = ("float32", "float64")
-SLOW_VARIANT_OPERATORS = ("grad", "jacrev")
+# Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
+CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),
+                        ("linear_layer", "n5-p8-o2"), ("linear_layer_rowsum", "n5-p8-o2"))
+UNKNOWN_VARIANT = "no-such-variant"
+SYNC_WORK_SECONDS = 0.01  # the sync workload grows until one call takes this long
+SYNC_REPEATS = 5
 
 
-def problem_for(operator: str) -> str:
-    """A small built-in problem the operator applies to: scalar output, vector output, or per-example."""
-    s = spec(operator)
-    if s.per_example:
-        return "linear_layer_rowsum" if s.scalar_output else "linear_layer"
-    return "exp_dot_loss" if s.scalar_output else "f_r2_r3"
+@dataclass(frozen=True)
+class Case:
+    """One (problem, size, operator, variant) the suite runs; the dtype is a separate parameter."""
+
+    problem: str
+    size: str
+    operator: str
+    variant: str
+
+    def __str__(self) -> str:
+        return f"{self.variant}-{self.problem}-{self.size}-{self.operator}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one in-process run of a case gave: the result, or the error, and any breach of the contract."""
+
+    result: np.ndarray | None
+    expected_shape: tuple[int, ...]
+    error: str = ""  # prepare/run/sync/to_numpy raised
+    breaches: tuple[str, ...] = ()
+    check: Check | None = None
+
+
+@dataclass(frozen=True)
+class SyncTiming:
+    size: str
+    synced: float  # median seconds of run() + sync(out)
+    after: float  # median seconds of to_numpy(out) right after
+
+    @property
+    def blocks(self) -> bool:
+        """When sync returns early, the work lands in to_numpy, which then costs more than the synced call."""
+        return self.after <= self.synced
+
+
+def variants_of(adapter: Adapter) -> tuple[str, ...]:
+    """The variants `adcompare run` plans for this adapter: the standard ones and its own."""
+    return tuple(dict.fromkeys((*STANDARD_VARIANTS, *adapter.variants)))
+
+
+def applicable_operators(problem: Problem, size_label: str) -> list[str]:
+    size = problem.size(size_label)
+    out = output_shape(problem, size)
+    example = example_output_shape(problem, size) if problem.batch else None
+    return [op for op in (problem.operators or OPERATORS)
+            if applicable(op, out_shape=out, example_out_shape=example, has_batch=problem.batch is not None) is None]
+
+
+def supported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS,
+                    slow_operators: tuple[str, ...] = ("grad",)) -> list[Case]:
+    cases = []
+    for variant in variants_of(adapter):
+        slow = variant in adapter.slow_variants
+        for name, size in problems:
+            for op in applicable_operators(registry.problem(name), size):
+                if adapter.capability(op, variant).supported and (not slow or op in slow_operators):
+                    cases.append(Case(name, size, op, variant))
+    return cases
+
+
+def unsupported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS) -> list[Case]:
+    """Each declared-unsupported (operator, variant) on the first problem it applies to, and `grad` in a variant
+    no adapter has."""
+    cases = []
+    for variant in (*variants_of(adapter), UNKNOWN_VARIANT):
+        for op in ("grad",) if variant == UNKNOWN_VARIANT else OPERATORS:
+            if adapter.capability(op, variant).supported:
+                continue  # for the unknown variant, test_capabilities_are_declared reports it
+            where = next(((n, s) for n, s in problems if op in applicable_operators(registry.problem(n), s)), None)
+            if where is not None:
+                cases.append(Case(*where, op, variant))
+    return cases
+
+
+def _snapshot(inputs) -> dict[str, np.ndarray]:
+    arrays = {"wrt": inputs.wrt, "batch": inputs.batch, "tangent": inputs.tangent, "cotangent": inputs.cotangent,
+              **{f"constants[{k!r}]": v for k, v in inputs.constants.items()}}
+    return {k: np.array(v, copy=True) for k, v in arrays.items() if v is not None}
+
+
+def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device: str = "cpu") -> Outcome:
+    """Prepare and run a case twice in this process, synced, and check it against the contract and reference."""
+    size = problem.size(case.size)
+    inputs = cell_inputs(problem, size, case.operator, dtype)
+    before = _snapshot(inputs)
+    example = example_output_shape(problem, size) if inputs.batch is not None else None
+    want = expected_shape(case.operator, wrt_shape=inputs.wrt.shape, out_shape=output_shape(problem, size),
+                          example_out_shape=example,
+                          batch_size=None if inputs.batch is None else inputs.batch.shape[0])
+    try:
+        prepared = adapter.prepare(Request(problem, case.operator, case.variant, device, dtype, inputs))
+        results = []
+        for _ in range(2):
+            out = prepared.run()
+            adapter.sync(out)
+            results.append(adapter.to_numpy(out))
+    except Exception as exc:
+        return Outcome(None, want, error=describe_exception(exc))
+    first, second = results
+    breaches = []
+    if not isinstance(first, np.ndarray):
+        breaches.append(f"to_numpy returned {type(first).__name__}, not a NumPy array")
+    first, second = np.asarray(first), np.asarray(second)
+    if first.shape != want:
+        breaches.append(f"result has shape {first.shape}, {case.operator} must have {want} (operators.py)")
+    elif not scaled_error(first, second) <= tolerance(dtype):
+        breaches.append(f"a second run() differs from the first by {scaled_error(first, second):.1e}: the timing "
+                        "calls run() many times, so it must not accumulate state")
+    changed = [k for k, v in _snapshot(inputs).items() if not np.array_equal(v, before[k], equal_nan=True)]
+    if changed:
+        breaches.append(f"the cell modified its inputs {changed}; copy them in prepare")
+    check = check_result(problem, size, case.operator, dtype, inputs, first) if first.shape == want else None
+    return Outcome(first, want, breaches=tuple(breaches), check=check)
+
+
+def refusal_failure(adapter: Adapter, problem: Problem, case: Case, dtype: str, device: str = "cpu") -> str | None:
+    """None when a declared-unsupported case raises an error naming its operator or variant, else what went wrong."""
+    inputs = cell_inputs(problem, problem.size(case.size), case.operator, dtype)
+    try:
+        prepared = adapter.prepare(Request(problem, case.operator, case.variant, device, dtype, inputs))
+        out = prepared.run()
+        adapter.sync(out)
+        adapter.to_numpy(out)
+    except Exception as exc:
+        message = str(exc)
+        if case.operator in message or case.variant in message:
+            return None
+        return (f"raised {type(exc).__name__}({message!r}), which names neither {case.operator!r} nor "
+                f"{case.variant!r}; raise adcompare.errors.UnsupportedOperation with the capability's reason")
+    reason = adapter.capability(case.operator, case.variant).reason
+    return (f"declared unsupported ({reason}) but prepare and run returned a result: a faked cell; raise "
+            f"adcompare.errors.UnsupportedOperation in prepare")
+
+
+@cache
+def sync_workload() -> Problem:
+    """Four n×n matrix products with tanh between, summed: compute-bound with a scalar result, so converting the
+    result is cheap and any work left after `sync` shows in `to_numpy`. Not a registered problem."""
+
+    @declare_problem(sizes=[128, 256, 512, 1024, 2048], wrt="x", operators=("value",), name="sync_workload")
+    def workload(x, /, *, a, xp):
+        for _ in range(4):
+            x = xp.tanh(xp.matmul(a, x))
+        return xp.sum(x)
+
+    @workload.inputs
+    def _(rng, n):
+        return {"x": rng.standard_normal((n, n)), "a": rng.standard_normal((n, n)) / math.sqrt(n)}
+
+    return workload.build()
+
+
+def sync_timing(adapter: Adapter, variant: str, dtype: str, device: str = "cpu") -> SyncTiming:
+    """Median time of run()+sync and of to_numpy after it, at the first size whose call takes SYNC_WORK_SECONDS."""
+    workload = sync_workload()
+    for size in workload.sizes:
+        inputs = cell_inputs(workload, size, "value", dtype)
+        prepared = adapter.prepare(Request(workload, "value", variant, device, dtype, inputs))
+        adapter.to_numpy(prepared.run())  # warm-up: compilation, caches
+        synced, after = [], []
+        for _ in range(SYNC_REPEATS):
+            start = time.perf_counter()
+            out = prepared.run()
+            adapter.sync(out)
+            middle = time.perf_counter()
+            adapter.to_numpy(out)
+            synced.append(middle - start)
+            after.append(time.perf_counter() - middle)
+        timing = SyncTiming(size.label, statistics.median(synced), statistics.median(after))
+        if timing.synced + timing.after >= SYNC_WORK_SECONDS:
+            break
+    return timing
+
+
+def capability_failures(adapter: Adapter, variant: str) -> list[str]:
+    failures = []
+    for op in OPERATORS:
+        cap = adapter.capability(op, variant)
+        if not isinstance(cap, Capability):
+            failures.append(f"{op}: capability() returned {cap!r}, not a Capability")
+        elif cap.supported and not cap.algorithm.strip():
+            failures.append(f"{op}: {cap.support.value} without an algorithm (say what really happens)")
+        elif not cap.supported and not cap.reason.strip():
+            failures.append(f"{op}: unsupported without a reason")
+    return failures
+
+
+def missing_names(namespace: Any, names) -> list[str]:
+    missing = []
+    for name in sorted(names):
+        target = namespace
+        for part in name.split("."):
+            target = getattr(target, part, None)
+        if target is None:
+            missing.append(name)
+    return missing
+
+
+def probe_mismatches(adapter: Adapter, names, dtype: str) -> list[str]:
+    """Probed names whose value through the adapter's namespace differs from NumPy's (or that raise)."""
+    xp, failures = adapter.namespace(), []
+    for name in sorted(set(names) & set(PROBES)):
+        want = PROBES[name](probe_input("float64"), np)
+        try:
+            got = np.asarray(adapter.to_numpy(PROBES[name](xp.asarray(probe_input(dtype)), xp)))
+        except Exception as exc:
+            failures.append(f"xp.{name}: {describe_exception(exc)}")
+            continue
+        if got.shape != np.shape(want) or not scaled_error(got, want) <= tolerance(dtype):
+            failures.append(f"xp.{name}: {got.tolist()} (shape {got.shape}), NumPy gives {np.asarray(want).tolist()}")
+    return failures
+
+
+# Run in a fresh interpreter: rebuild the adapter from a pickle and ask only what `adcompare list` asks.
+_IMPORT_PROBE = """
+import json, pickle, sys
+import adcompare, adcompare.operators
+before = set(sys.modules)
+adapter = pickle.loads(sys.stdin.buffer.read())
+preloaded = adapter.module in before
+adapter.available(), adapter.versions(), adapter.name, dict(adapter.variants)
+for variant in (*adapter.variants, "eager", "compiled"):
+    for op in adcompare.operators.OPERATORS:
+        adapter.capability(op, variant)
+print(json.dumps({"preloaded": preloaded, "imported": sorted(m for m in set(sys.modules) - before
+                  if m.split(".")[0] == adapter.module.split(".")[0])}))
+"""
 
 
 class AdapterConformance:
-    """Subclass with `adapter = YourAdapter()`; pytest collects the `test_*` methods."""
+    """Subclass with `adapter = YourAdapter()`; pytest collects the `test_*` methods (the class name must start with
+    `Test`). Override the class attributes below to narrow or widen what runs."""
 
     adapter: ClassVar[Adapter]
-    plugins: ClassVar[tuple[str, ...]] = ()  # --plugin files/modules registering the adapter, if no entry point
+    dtypes: ClassVar[tuple[str, ...]] = ("float64", "float32")  # checked in this process, each set up once
+    isolated_dtypes: ClassVar[tuple[str, ...]] = ()  # checked in adcompare's worker process instead
+    device: ClassVar[str] = "cpu"
+    threads: ClassVar[int] = 1
+    problems: ClassVar[tuple[tuple[str, str], ...]] = CONFORMANCE_PROBLEMS  # (problem, size label)
+    slow_operators: ClassVar[tuple[str, ...]] = ("grad",)  # the only operators run in slow variants
+    plugins: ClassVar[tuple[str, ...]] = ()  # --plugin files or modules that register problems or the adapter
+    known_failures: ClassVar[Mapping[str, str]] = {}  # test name → reason: strict xfail (passing fails it)
 
-    @pytest.fixture(scope="class", autouse=True)
-    def _setup(self):
-        if not self.adapter.available().installed:
-            pytest.skip(f"{self.adapter.name}: {self.adapter.available().reason}")
-        self.adapter.setup(dtype=DTYPE, device="cpu", threads=1)
+    # --- parametrization and fixtures ---------------------------------------------------------------------
+
+    def registry(self) -> plugins.Registry:
+        return plugins.load(tuple(self.plugins))
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        names = metafunc.fixturenames
+        if getattr(self, "adapter", None) is None:  # e.g. a framework whose adapter is not registered here
+            for name in {"dtype", "isolated_dtype", "case", "refused", "variant"} & set(names):
+                metafunc.parametrize(name, [])
+            return
+        if "dtype" in names:  # class scope: pytest groups the tests by dtype, so setup runs once per dtype
+            dtypes = self.dtypes[:1] if metafunc.function.__name__ == "test_sync_blocks" else self.dtypes
+            metafunc.parametrize("dtype", dtypes, indirect=True, scope="class")
+        if "isolated_dtype" in names:
+            metafunc.parametrize("isolated_dtype", self.isolated_dtypes)
+        if "case" in names:
+            cases = supported_cases(self.adapter, self.registry(), self.problems, self.slow_operators)
+            metafunc.parametrize("case", cases, ids=str)
+        if "refused" in names:
+            metafunc.parametrize("refused", unsupported_cases(self.adapter, self.registry(), self.problems), ids=str)
+        if "variant" in names:
+            variants = variants_of(self.adapter)
+            if metafunc.function.__name__ == "test_sync_blocks":
+                variants = tuple(v for v in variants if self.adapter.capability("value", v).supported
+                                 and (v not in self.adapter.slow_variants or "value" in self.slow_operators))
+            metafunc.parametrize("variant", variants)
+
+    @pytest.fixture(autouse=True)
+    def _known_failure(self, request: pytest.FixtureRequest) -> None:
+        if getattr(self, "adapter", None) is None:
+            pytest.skip(f"{type(self).__name__}.adapter is not set")
+        reason = self.known_failures.get(request.node.name)
+        if reason:
+            request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
 
     @pytest.fixture(scope="class")
-    def registry(self):
-        return plugins.load()
-
-    def variants(self) -> list[str]:
-        return list(dict.fromkeys((*STANDARD_VARIANTS, *self.adapter.variants)))
-
-    def test_availability_is_reported(self):
+    def installed(self) -> None:
         avail = self.adapter.available()
-        assert isinstance(avail, Availability)
-        assert avail.installed or avail.reason, "an unavailable adapter must say why"
-        assert self.adapter.name and isinstance(self.adapter.name, str)
-        assert self.adapter.device_unavailable("cpu") is None, "every adapter must run on the CPU"
+        if not avail.installed:
+            pytest.skip(f"adapter {self.adapter.name!r} is not installed: {avail.reason}")
 
-    def test_namespace_covers_the_builtin_problems(self, registry):
-        xp = self.adapter.namespace()
-        needed = used_names(p for p in registry.problems.values() if p.source.startswith("adcompare.problems."))
-        missing = []
-        for name in sorted(needed):
-            target = xp
-            for part in name.split("."):
-                target = getattr(target, part, None)
-            if target is None:
-                missing.append(name)
+    @pytest.fixture(scope="class")
+    def dtype(self, request: pytest.FixtureRequest, installed: None) -> str:
+        self.adapter.setup(dtype=request.param, device=self.device, threads=self.threads)
+        return request.param
+
+    def _outcome(self, dtype: str, case: Case) -> Outcome:
+        """Each case runs once per class and dtype; the shape and the reference tests read the same outcome."""
+        key = (type(self), self.device, dtype, case)
+        if key not in _OUTCOMES:
+            _OUTCOMES[key] = run_case(self.adapter, self.registry().problem(case.problem), case, dtype, self.device)
+        return _OUTCOMES[key]
+
+    # --- availability and declarations --------------------------------------------------------------------
+
+    def test_availability_is_reported(self) -> None:
+        avail = self.adapter.available()
+        assert isinstance(avail, Availability), f"available() returned {avail!r}, not an Availability"
+        if avail.installed:
+            assert avail.version, (f"installed but without a version: set `distribution` to the pip distribution "
+                                   f"whose version results record (now {self.adapter.distribution!r})")
+        else:
+            assert avail.reason.strip(), "not installed, without a reason: say what to pip install"
+
+    def test_name_variants_and_devices_are_usable(self) -> None:
+        a = self.adapter
+        assert isinstance(a.name, str) and a.name.strip(), "name must be a non-empty string"
+        for text in (a.name, *a.variants):
+            assert not set(text) & set(", /\t\n"), f"{text!r}: selectors split on commas and keys on '/'"
+        assert a.variants and all(isinstance(d, str) and d.strip() for d in a.variants.values()), \
+            "variants must map each name to a description"
+        assert self.device in a.devices, f"devices {a.devices} lack {self.device!r}, which this suite runs on"
+
+    def test_framework_is_not_imported_to_list_the_adapter(self) -> None:
+        """`adcompare list` and the parent process call available() and capability(); they must stay light."""
+        try:
+            blob = pickle.dumps(self.adapter)
+        except Exception as exc:
+            pytest.skip(f"the adapter cannot be pickled into a fresh process ({exc})")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        done = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], input=blob, capture_output=True, env=env,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+        report = json.loads(done.stdout.decode().strip().splitlines()[-1])
+        if report["preloaded"]:
+            pytest.skip(f"{self.adapter.module} is imported by adcompare itself")
+        assert not report["imported"], (f"importing the adapter, available() or capability() imported "
+                                        f"{report['imported'][:5]}: import the framework inside methods")
+
+    def test_capabilities_are_declared(self, variant: str) -> None:
+        failures = capability_failures(self.adapter, variant)
+        assert not failures, f"variant {variant!r}:\n" + "\n".join(failures)
+        unknown = self.adapter.capability("grad", UNKNOWN_VARIANT)
+        assert not unknown.supported and unknown.reason.strip(), \
+            f"variant {UNKNOWN_VARIANT!r} must be unsupported with a reason, got {unknown!r}"
+
+    # --- namespace -------------------------------------------------------------------------------------------
+
+    def test_namespace_has_every_name_the_problems_use(self, installed: None) -> None:
+        names = _used_names(self.registry())
+        missing = missing_names(self.adapter.namespace(), names | (ATTRIBUTES & {"float32", "float64"}))
         assert not missing, f"{self.adapter.name}'s namespace lacks {missing}"
 
-    def test_namespace_values_match_numpy(self, registry):
-        xp = self.adapter.namespace()
-        needed = used_names(p for p in registry.problems.values() if p.source.startswith("adcompare.problems."))
-        x = probe_input(DTYPE)
-        for name in sorted(needed & set(PROBES)):
-            got = self._to_numpy(PROBES[name](self._asarray(x), xp))
-            want = PROBES[name](x.astype("float64"), np)
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"xp.{name}")
+    def test_namespace_matches_numpy(self, dtype: str) -> None:
+        failures = probe_mismatches(self.adapter, _used_names(self.registry()), dtype)
+        assert not failures, f"{len(failures)} namespace function(s) differ from NumPy in {dtype}:\n" + \
+            "\n".join(failures)
 
-    @pytest.fixture(scope="class")
-    def behaviour(self, registry):
-        """Every operator × variant × dtype on a small problem, run through worker processes like a real run:
-        a crash in compiled code costs one cell, not the test session. Slow variants (e.g. torch.compile) run
-        grad and jacrev only; their other operators are checked for a declared algorithm or reason."""
+    # --- behaviour -------------------------------------------------------------------------------------------
+
+    def test_supported_operator_runs(self, dtype: str, case: Case) -> None:
+        outcome = self._outcome(dtype, case)
+        cap = self.adapter.capability(case.operator, case.variant)
+        assert not outcome.error, f"declared {cap.support.value} ({cap.algorithm}) but failed: {outcome.error}"
+        assert not outcome.breaches, "\n".join(outcome.breaches)
+
+    def test_agrees_with_reference(self, dtype: str, case: Case) -> None:
+        outcome = self._outcome(dtype, case)
+        if outcome.check is None:
+            pytest.skip("no result of the right shape: see test_supported_operator_runs")
+        assert status_of(outcome.check) is Status.OK, describe(outcome.check)
+
+    def test_unsupported_operator_is_refused(self, dtype: str, refused: Case) -> None:
+        failure = refusal_failure(self.adapter, self.registry().problem(refused.problem), refused, dtype,
+                                  self.device)
+        assert failure is None, failure
+
+    def test_sync_blocks(self, dtype: str, variant: str) -> None:
+        t = sync_timing(self.adapter, variant, dtype, self.device)
+        assert t.blocks, (f"sync does not wait: run()+sync() took {t.synced:.2e} s, to_numpy() after it "
+                          f"{t.after:.2e} s (sync workload n={t.size}); the work is left outside the timed region")
+
+    def test_cells_in_worker(self, isolated_dtype: str) -> None:
+        """The isolated dtype's cases through adcompare's worker: run, shape, reference, pairwise agreement."""
         from .cell import Cell
         from .runner import Plan, RunOptions, run
 
-        name = self.adapter.name
-        if name not in registry.adapters:
-            pytest.fail(f"adapter {name!r} is not registered: add an entry point in the 'adcompare' group "
-                        f"(or list the file in `plugins`)")
-        cells = []
-        for operator in OPERATORS:
-            problem = registry.problem(problem_for(operator))
-            for variant in self.variants():
-                if variant in self.adapter.slow_variants and operator not in SLOW_VARIANT_OPERATORS:
-                    continue
-                for dtype in DTYPES:
-                    cells.append(Cell(problem.name, problem.smallest_size.label, operator, name, variant, "cpu",
-                                      dtype))
-        options = RunOptions(timeout=300, threads=1, time_it=False)
-        return {m.cell: m for m in run(plugins.load(self.plugins), Plan(tuple(cells), ()), options)}
+        registry, name = self.registry(), self.adapter.name
+        assert type(registry.adapters.get(name)) is type(self.adapter), (
+            f"adapter {name!r} is not registered (a worker finds adapters by name): add an entry point in the "
+            f"'adcompare' group, or name the file registering it in `plugins`")
+        cells = [Cell(c.problem, c.size, c.operator, name, c.variant, self.device, isolated_dtype)
+                 for c in supported_cases(self.adapter, registry, self.problems, self.slow_operators)]
+        measurements = run(registry, Plan(tuple(cells), ()), RunOptions(threads=self.threads, time_it=False))
+        bad = [f"{m.cell.id}: {m.status.value}: {m.message}" for m in measurements if m.status is not Status.OK]
+        assert not bad, f"{len(bad)} of {len(cells)} cells not ok:\n" + "\n".join(bad)
 
-    @pytest.mark.parametrize("operator", list(OPERATORS))
-    def test_declared_support_matches_behaviour(self, behaviour, operator):
-        for variant in self.variants():
-            cap = self.adapter.capability(operator, variant)
-            if not cap.supported:
-                assert cap.reason, f"{operator}/{variant}: unsupported without a reason"
-            else:
-                assert cap.algorithm, f"{operator}/{variant}: supported without an algorithm"
-        for cell, m in behaviour.items():
-            if cell.operator != operator:
-                continue
-            cap = self.adapter.capability(operator, cell.variant)
-            if not cap.supported:
-                assert m.status is Status.UNSUPPORTED and m.message == cap.reason
-                continue
-            assert m.status is Status.OK, f"{cell.id}: declared {cap.support.value} but {m.status.value}: {m.message}"
-            assert m.check.output_dtype == cell.dtype, f"{cell.id}: returned {m.check.output_dtype}"
 
-    def test_unsupported_operators_refuse_to_prepare(self, registry):
-        for operator in OPERATORS:
-            for variant in self.variants():
-                if not self.adapter.capability(operator, variant).supported:
-                    with pytest.raises(Exception) as info:
-                        run_once(self.adapter, registry.problem(problem_for(operator)), operator, DTYPE,
-                                 variant=variant)
-                    assert str(info.value), f"{operator}/{variant}: refused without a message"
+_OUTCOMES: dict[tuple, Outcome] = {}
 
-    def test_sync_blocks(self, registry):
-        """After `sync` returns, the result is ready: converting it costs far less than computing it."""
-        problem = registry.problem("exp_dot_loss")
-        operator = next(op for op in ("jacrev", "grad", "value") if self.adapter.capability(op, "eager").supported)
-        prepared, _, _, _ = run_once(self.adapter, problem, operator, DTYPE, size=problem.size("n1000"))
-        computing, converting = [], []
-        for _ in range(5):
-            start = time.perf_counter()
-            out = prepared.run()
-            self.adapter.sync(out)
-            middle = time.perf_counter()
-            self.adapter.to_numpy(out)
-            computing.append(middle - start)
-            converting.append(time.perf_counter() - middle)
-        assert np.median(converting) <= max(0.5 * np.median(computing), 2e-4), (
-            f"to_numpy after sync took {np.median(converting):.2e} s vs {np.median(computing):.2e} s for the work: "
-            "sync does not wait for the computation")
 
-    def _asarray(self, x: np.ndarray):
-        return self.adapter.namespace().asarray(x)
+@cache
+def _used_names_cached(key: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(used_names(plugins.load(key).problems.values()))
 
-    def _to_numpy(self, value) -> np.ndarray:
-        return np.asarray(self.adapter.to_numpy(value), dtype="float64")
+
+def _used_names(registry: plugins.Registry) -> frozenset[str]:
+    return _used_names_cached(registry.plugins)
