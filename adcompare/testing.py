@@ -167,7 +167,7 @@ def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device:
         return Outcome(None, want, error=describe_exception(exc))
     first, second = results
     breaches = []
-    if not isinstance(first, np.ndarray):
+    if not isinstance(first, (np.ndarray, np.generic)):  # a NumPy scalar for a 0-d result is fine
         breaches.append(f"to_numpy returned {type(first).__name__}, not a NumPy array")
     first, second = np.asarray(first), np.asarray(second)
     if first.shape != want:
