@@ -12,7 +12,14 @@ from adcompare.check import status_of
 from adcompare.errors import UnsupportedOperation
 from adcompare.namespace_probes import used_names
 from adcompare.status import Status
-from adcompare.testing import AdapterConformance, Case, missing_names, refusal_failure, run_case, sync_timing
+from adcompare.testing import (
+    AdapterConformance,
+    Case,
+    missing_names,
+    refusal_failure,
+    run_case,
+    sync_timing,
+)
 
 REGISTRY = plugins.load()
 

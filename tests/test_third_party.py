@@ -99,8 +99,7 @@ def test_the_guides_example_passes_the_conformance_suite(env):
 
 
 def test_shows_up_in_a_results_file(env):
-    python, root = env
-    out = root / "fd.jsonl"
+    out = env[1] / "fd.jsonl"
     done = adcompare(env, "run", "--adapter", "numpy-fd", "--problem", "exp_dot_loss", "--size", "n10",
                      "--no-progress", "-o", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
