@@ -13,6 +13,7 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Capability, Prepared, Request
+from adcompare.errors import UnsupportedOperation
 
 ALGORITHMS = {
     "value": "plain evaluation",
@@ -97,6 +98,9 @@ class JaxAdapter(Adapter):
     def prepare(self, request: Request) -> Prepared:
         import jax
 
+        capability = self.capability(request.operator, request.variant)
+        if not capability.supported:
+            raise UnsupportedOperation(capability.reason)
         xp = self.namespace()
         problem, inputs = request.problem, request.inputs
         device = self._device(request.device)

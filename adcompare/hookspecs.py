@@ -22,7 +22,7 @@ def adcompare_problems() -> Iterable["adcompare.problem.Problem"]:  # noqa: F821
 
 @hookspec
 def adcompare_report_sections(results) -> Iterable[tuple[str, str]]:
-    """Return extra report sections as (title, html) pairs; `results` is the loaded `Results`.
+    """Return extra report sections as (title, body) pairs; `results` is the loaded `Results`.
 
-    The html is inserted as is: escape anything that did not come from your own code.
+    A plain string body is escaped; pass `markupsafe.Markup` for trusted HTML (escape what you interpolate).
     """

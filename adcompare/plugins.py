@@ -84,7 +84,13 @@ def import_plugin(spec: str) -> ModuleType:
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
-    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    """adcompare's own entry points first, then third parties by name: the first holder of a name keeps it, so a
+    plugin cannot take a built-in adapter's name by sorting before it."""
+    def builtin_first(ep: importlib.metadata.EntryPoint) -> tuple[bool, str]:
+        dist = getattr(ep, "dist", None)
+        return (getattr(dist, "name", None) != "adcompare", ep.name)
+
+    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=builtin_first)
 
 
 @functools.lru_cache(maxsize=None)

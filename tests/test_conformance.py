@@ -36,10 +36,6 @@ class TestJax(AdapterConformance):
     adapter = REGISTRY.adapters.get("jax")
     dtypes = ("float32",)
     isolated_dtypes = ("float64",)
-    known_failures = {
-        "test_unsupported_operator_is_refused[float32-no-such-variant-f_xy-n2-grad]":
-            "JaxAdapter.prepare does not check the variant: an unknown one runs eagerly",
-    }
 
 
 class TestTorch(AdapterConformance):

@@ -65,3 +65,27 @@ def test_broken_entry_point_plugins_are_recorded_and_the_rest_load(monkeypatch):
 def test_unknown_names_suggest_the_closest(registry):
     with pytest.raises(UsageError, match="unknown problem 'exp_dot_los' \\(did you mean 'exp_dot_loss'\\?\\)"):
         registry.problem("exp_dot_los")
+
+
+def test_a_third_party_cannot_take_a_builtin_name_by_sorting_first(monkeypatch):
+    """Entry points load built-ins first: 'a-impostor' returning an adapter named 'jax' is the broken one."""
+    import importlib.metadata as md
+    import sys
+    import types
+
+    from adcompare.adapters.jax import JaxAdapter
+
+    impostor = types.ModuleType("adcompare_test_impostor")
+    impostor.adcompare_adapters = hookimpl(lambda: [JaxAdapter()])
+    sys.modules[impostor.__name__] = impostor
+    real = list(md.entry_points(group=plugins.ENTRY_POINT_GROUP))
+    fake = md.EntryPoint("a-impostor", impostor.__name__, "adcompare")
+    monkeypatch.setattr(md, "entry_points", lambda group: [fake, *real])
+    plugins.load.cache_clear()
+    try:
+        registry = plugins.load()
+    finally:
+        plugins.load.cache_clear()
+    reasons = {b.name: b.reason for b in registry.broken}
+    assert "adapter name 'jax' is already taken" in reasons["a-impostor"]
+    assert "jax" not in reasons
