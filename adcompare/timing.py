@@ -34,11 +34,6 @@ class TimingPolicy:
     min_samples: int = 7
     max_number: int = 1_000_000
 
-    @classmethod
-    def quick(cls) -> "TimingPolicy":
-        """For tests and `adcompare check`: enough to exercise the path, not to publish."""
-        return cls(warmup_time=0.0, block_time=0.002, min_time=0.01, max_time=0.1, min_samples=3)
-
 
 def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, float]:
     start = time.perf_counter()

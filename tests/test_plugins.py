@@ -1,9 +1,14 @@
 """Plugin loading: entry points and --plugin files load the same way; broken plugins are reported, not fatal."""
 from __future__ import annotations
 
+import importlib.metadata as md
+import sys
+import types
+
 import pytest
 
 from adcompare import hookimpl, plugins
+from adcompare.adapters.jax import JaxAdapter
 from adcompare.errors import UsageError
 from tests.conftest import FIXTURES
 
@@ -32,29 +37,35 @@ def test_missing_plugin_path_is_a_usage_error():
         plugins.load(("does/not/exist.py",))
 
 
+def _plugin_module(monkeypatch, name: str, **hooks):
+    """A throwaway module implementing `hooks`, importable by name for this test only."""
+    module = types.ModuleType(name)
+    for hook, function in hooks.items():
+        setattr(module, hook, hookimpl(function))
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
+
+
+def _fresh_registry() -> plugins.Registry:
+    """plugins.load() past its cache, and the cache cleared again so other tests see the real entry points."""
+    plugins.load.cache_clear()
+    try:
+        return plugins.load()
+    finally:
+        plugins.load.cache_clear()
+
+
 def test_broken_entry_point_plugins_are_recorded_and_the_rest_load(monkeypatch):
     """An entry point whose import fails, one whose hook raises, and one that reuses a name."""
-    import importlib.metadata as md
-    import sys
-    import types
-
-    raising = types.ModuleType("adcompare_test_raising")
-    raising.adcompare_problems = hookimpl(lambda: (_ for _ in ()).throw(RuntimeError("hook exploded")))
-    duplicate = types.ModuleType("adcompare_test_duplicate")
-    from adcompare.adapters.jax import JaxAdapter
-
-    duplicate.adcompare_adapters = hookimpl(lambda: [JaxAdapter()])
-    sys.modules.update({raising.__name__: raising, duplicate.__name__: duplicate})
+    raising = _plugin_module(monkeypatch, "adcompare_test_raising",
+                             adcompare_problems=lambda: (_ for _ in ()).throw(RuntimeError("hook exploded")))
+    duplicate = _plugin_module(monkeypatch, "adcompare_test_duplicate", adcompare_adapters=lambda: [JaxAdapter()])
     real = plugins._entry_points()
     extra = [md.EntryPoint("zz-missing", "adcompare_no_such_module", "adcompare"),
              md.EntryPoint("zz-raising", raising.__name__, "adcompare"),
              md.EntryPoint("zz-duplicate", duplicate.__name__, "adcompare")]
     monkeypatch.setattr(plugins, "_entry_points", lambda: real + extra)
-    plugins.load.cache_clear()
-    try:
-        registry = plugins.load()
-    finally:
-        plugins.load.cache_clear()
+    registry = _fresh_registry()
     reasons = {b.name: b.reason for b in registry.broken}
     assert reasons["zz-missing"].startswith("import failed: ModuleNotFoundError")
     assert "adcompare_problems raised RuntimeError: hook exploded" in reasons["zz-raising"]
@@ -69,23 +80,10 @@ def test_unknown_names_suggest_the_closest(registry):
 
 def test_a_third_party_cannot_take_a_builtin_name_by_sorting_first(monkeypatch):
     """Entry points load built-ins first: 'a-impostor' returning an adapter named 'jax' is the broken one."""
-    import importlib.metadata as md
-    import sys
-    import types
-
-    from adcompare.adapters.jax import JaxAdapter
-
-    impostor = types.ModuleType("adcompare_test_impostor")
-    impostor.adcompare_adapters = hookimpl(lambda: [JaxAdapter()])
-    sys.modules[impostor.__name__] = impostor
+    impostor = _plugin_module(monkeypatch, "adcompare_test_impostor", adcompare_adapters=lambda: [JaxAdapter()])
     real = list(md.entry_points(group=plugins.ENTRY_POINT_GROUP))
     fake = md.EntryPoint("a-impostor", impostor.__name__, "adcompare")
     monkeypatch.setattr(md, "entry_points", lambda group: [fake, *real])
-    plugins.load.cache_clear()
-    try:
-        registry = plugins.load()
-    finally:
-        plugins.load.cache_clear()
-    reasons = {b.name: b.reason for b in registry.broken}
+    reasons = {b.name: b.reason for b in _fresh_registry().broken}
     assert "adapter name 'jax' is already taken" in reasons["a-impostor"]
     assert "jax" not in reasons
