@@ -16,7 +16,6 @@ PLUGINS = FIXTURES / "plugins"
 
 
 def test_builtin_adapters_come_through_the_entry_point_group():
-
     names = {ep.name for ep in md.entry_points(group=plugins.ENTRY_POINT_GROUP)}
     assert {"jax", "torch", "tensorflow", "autograd", "builtin-problems"} <= names
 
