@@ -6,7 +6,6 @@ import argparse
 from rich.console import Console
 
 from .errors import AdcompareError
-from .runner import Selection
 
 EPILOG = """\
 examples:
@@ -21,10 +20,6 @@ examples:
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
 """
-
-
-def _split(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(v for item in values or () for v in item.split(",") if v)
 
 
 def _add_plugin_option(p: argparse.ArgumentParser) -> None:
@@ -95,12 +90,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _selection(args: argparse.Namespace) -> Selection:
-    return Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
-                     adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
-                     dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -108,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from . import commands
 
-        return getattr(commands, f"cmd_{args.command}")(args, _selection if hasattr(args, "suite") else None)
+        return getattr(commands, f"cmd_{args.command}")(args)
     except AdcompareError as exc:
         from rich.markup import escape
 

@@ -27,7 +27,7 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     return registry
 
 
-def cmd_list(args: argparse.Namespace, _selection) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     registry = _registry(args)
     inventory = display.inventory(registry, tags=tuple(args.tag or ()))
     if args.json:
@@ -68,6 +68,16 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
             bar.stop()
 
 
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(v for item in values or () for v in item.split(",") if v)
+
+
+def _selection(args: argparse.Namespace) -> runner.Selection:
+    return runner.Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
+                            adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
+                            dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite)
+
+
 def _plan(registry, selection, args):
     limit = int(args.memory_limit * 2**30) if args.memory_limit else None
     plan = runner.plan(registry, selection, memory_limit=limit)
@@ -78,9 +88,9 @@ def _plan(registry, selection, args):
     return plan
 
 
-def cmd_check(args: argparse.Namespace, selection) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     registry = _registry(args)
-    plan = _plan(registry, selection(args), args)
+    plan = _plan(registry, _selection(args), args)
     measurements = _execute(registry, plan, args, time_it=False, writer=None)
     expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
     if args.json:
@@ -101,9 +111,9 @@ def cmd_check(args: argparse.Namespace, selection) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace, selection) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     registry = _registry(args)
-    plan = _plan(registry, selection(args), args)
+    plan = _plan(registry, _selection(args), args)
     skip = finished_keys(args.output) if args.resume else set()
     if args.dry_run:
         todo = [c for c in plan.cells if c.key not in skip]
@@ -121,7 +131,7 @@ def cmd_run(args: argparse.Namespace, selection) -> int:
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
 
 
-def cmd_report(args: argparse.Namespace, _selection) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     from .report import build
 
     registry = _registry(args)
@@ -141,7 +151,7 @@ def cmd_report(args: argparse.Namespace, _selection) -> int:
     return 0
 
 
-def cmd_compare(args: argparse.Namespace, _selection) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from .comparison import compare
 
     rows = compare(load([args.baseline]), load([args.candidate]))
