@@ -214,8 +214,17 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
             progress(None, m)
     own_cache = options.cache_dir is None  # a per-run compiler cache, removed at the end unless the user gave one
     cache_dir = options.cache_dir or Path(tempfile.mkdtemp(prefix="adcompare-cache-"))
+    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for c in p.cells:
+        if c.key not in skip_keys:
+            groups[(c.adapter, c.dtype, c.device)].append(c)
     try:
-        _run_groups(registry, p, options, cache_dir, record, on_worker, progress, skip_keys, measurements)
+        for (adapter, dtype, device), cells in groups.items():
+            worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir)
+            with worker:
+                for m in _run_group(worker, cells, options, on_worker, progress):
+                    record(m)
+                    measurements.append(m)
     finally:
         if own_cache:
             shutil.rmtree(cache_dir, ignore_errors=True)
@@ -224,32 +233,24 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
     return cross_check(measurements)
 
 
-def _run_groups(registry, p, options, cache_dir, record, on_worker, progress, skip_keys, measurements) -> None:
-    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
-    for c in p.cells:
-        if c.key not in skip_keys:
-            groups[(c.adapter, c.dtype, c.device)].append(c)
-    for (adapter, dtype, device), cells in groups.items():
-        timed_out: dict[tuple, str] = {}
-        worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir)
-        try:
-            for cell in cells:
-                progress(cell, None)
-                family = (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
-                if family in timed_out:
-                    m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[family]} timed out")
-                else:
-                    started = worker.starts
-                    try:
-                        m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
-                    except RuntimeError as exc:
-                        m = Measurement(cell, Status.CRASHED, str(exc))
-                    if worker.starts != started and worker.info is not None:
-                        on_worker(worker.info)
-                    if m.status is Status.TIMEOUT:
-                        timed_out[family] = cell.size
-                record(m)
-                measurements.append(m)
-                progress(cell, m)
-        finally:
-            worker.close()
+def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions,
+               on_worker: Callable[[dict], None], progress: Callable[[Cell | None, Measurement | None], None]):
+    """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family."""
+    timed_out: dict[tuple, str] = {}
+    for cell in cells:
+        progress(cell, None)
+        family = (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
+        if family in timed_out:
+            m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[family]} timed out")
+        else:
+            started = worker.starts
+            try:
+                m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
+            except RuntimeError as exc:  # the worker failed to start
+                m = Measurement(cell, Status.CRASHED, str(exc))
+            if worker.starts != started and worker.info is not None:
+                on_worker(worker.info)
+            if m.status is Status.TIMEOUT:
+                timed_out[family] = cell.size
+        yield m
+        progress(cell, m)
