@@ -20,7 +20,8 @@ from .measurement import Measurement
 from .operators import OPERATORS, applicable
 from .plugins import Registry
 from .preflight import too_large
-from .problem import DTYPES, Problem, example_output_shape, output_shape
+from .problem import DTYPES, Problem
+from .shapes import shapes_of
 from .status import Status
 from .suites import QUICK_DTYPES, SUITES, quick_allows
 from .worker_process import WorkerProcess
@@ -131,8 +132,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
         if sel.sizes and not sizes:
             continue
         try:
-            out_shape = output_shape(problem, problem.sizes[0])
-            ex_shape = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
+            first = shapes_of(problem, problem.sizes[0])
+            out_shape, ex_shape = first.output, (first.example_output if problem.batch else None)
         except Exception as exc:
             raise UsageError(f"problem {problem.name!r} fails when evaluated through NumPy (the reference "
                              f"namespace): {type(exc).__name__}: {exc}; fix the problem or its inputs") from exc
@@ -162,16 +163,17 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
                                     decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
                                                                support=cap.support.value))
                                     continue
-                                big = too_large(problem, size, op, dtype, memory_limit)
+                                big = too_large(problem, size, op, dtype, memory_limit, adapter, variant)
                                 if big:
                                     decided.append(Measurement(cell, Status.TOO_LARGE, big,
                                                                support=cap.support.value, algorithm=cap.algorithm))
                                     continue
                                 cells.append(cell)
 
+    orders = {p.name: _size_order(p) for p in problems}  # once per problem: the sort key runs once per cell
+
     def order_key(c: Cell):
-        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant,
-                _size_order(registry.problems[c.problem])[c.size])
+        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant, orders[c.problem][c.size])
 
     return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
 

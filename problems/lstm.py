@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import problem
+from adcompare import Shapes, problem
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
@@ -77,3 +77,8 @@ def _(rng, l, c, b):
     state = rng.uniform(-1.0, 1.0, (2 * l, b))
     sequence = np.eye(b)[rng.integers(0, b, c)]
     return {"params": params, "state": state, "sequence": sequence}
+
+
+@lstm.shapes
+def _(l, c, b):
+    return Shapes(wrt=(8 * l + 3, b), output=())
