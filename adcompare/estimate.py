@@ -1,0 +1,132 @@
+"""Wall-time estimates for a plan: what a cell took before on this machine where known, a cost model otherwise.
+
+History: each cell record carries `details.wall_seconds` (its own wall time, worker start-up excluded) and each
+worker record `startup_seconds`; results files measured under the same machine fingerprint as this run give those
+times back (the latest record wins). Cells timed elsewhere are never used: another machine's seconds say nothing
+about this one.
+
+The model (no history) follows what running a cell does: a fixed per-cell overhead (inputs, prepare, the round
+trip to the worker), compilation for compiled variants (seconds per cell for the adapter's `slow_variants`), the
+float64 reference (full derivatives by differencing up to reference.FULL_REFERENCE_BUDGET, once per worker and
+(problem, size, operator): every variant shares it), a first call, and the timer's warm-up and blocks, bounded by
+timing.TimingPolicy. A call's cost grows with the elements the operator materialises (operators.minimum_elements).
+The constants are priors for a CPU core; a run's records replace them on the next plan.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .cell import Cell
+from .operators import minimum_elements, spec
+from .plugins import Registry
+from .reference import FULL_REFERENCE_BUDGET
+from .results import Results
+from .shapes import Shapes, shapes_of
+from .timing import TimingPolicy
+
+# Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
+STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}
+DEFAULT_STARTUP = 3.0
+CELL_OVERHEAD = 0.25  # inputs, prepare, checking the result, the round trip to the worker
+CALL_OVERHEAD = {"eager": 2e-4, "compiled": 5e-5}  # a call of a tiny function, seconds
+SECONDS_PER_ELEMENT = 3e-9  # per element the operator materialises, for one call
+COMPILE = 0.15  # a compiled variant's first call (trace + compile) for a small function
+SLOW_COMPILE = 15.0  # an adapter's slow variant (torch.compile): seconds per cell
+EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
+
+
+@dataclass(frozen=True)
+class History:
+    """Measured seconds on one machine: per cell key, and per worker group's start-up."""
+
+    machine: str = ""
+    cells: Mapping[str, float] = field(default_factory=dict)
+    startups: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+
+    @classmethod
+    def from_results(cls, results: Results, machine: str) -> "History":
+        cells = {m.cell.key: float(m.details["wall_seconds"]) for m in results.measurements
+                 if m.machine == machine and isinstance(m.details.get("wall_seconds"), (int, float))}
+        # Worker records name no machine: trust their start-ups only when every file came from this machine.
+        own = all((p.get("machine") or {}).get("fingerprint") == machine for p in results.provenance)
+        startups = {}
+        if own:
+            for w in results.workers:
+                if isinstance(w.get("startup_seconds"), (int, float)):
+                    startups[(w["adapter"], w["dtype"], w["device"])] = float(w["startup_seconds"])
+        return cls(machine, cells, startups)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Seconds per cell (by key) and per worker group start-up; `measured` cells came from history."""
+
+    cells: Mapping[str, float]
+    startups: Mapping[tuple[str, str, str], float]
+    measured: frozenset[str] = frozenset()
+
+    @property
+    def total(self) -> float:
+        return sum(self.cells.values()) + sum(self.startups.values())
+
+    def group_seconds(self, cells: Iterable[Cell]) -> float:
+        """What running these cells costs in one worker per group (start-ups included)."""
+        cells = list(cells)
+        groups = {(c.adapter, c.dtype, c.device) for c in cells}
+        return sum(self.cells[c.key] for c in cells) + sum(self.startups.get(g, DEFAULT_STARTUP) for g in groups)
+
+
+def timed_seconds(per_call: float, policy: TimingPolicy = TimingPolicy()) -> float:
+    """Seconds `timing.measure` spends on a cell whose call takes `per_call`: first call, warm-up, blocks."""
+    warmup = min(max(2 * per_call, policy.warmup_time), policy.max_time / 4 + per_call)
+    blocks = min(max(policy.min_time, policy.min_samples * per_call), policy.max_time + per_call)
+    return per_call + warmup + blocks
+
+
+def reference_seconds(operator: str, shapes: Shapes) -> float:
+    """The float64 reference: value needs one evaluation, directional forms a few, full derivatives up to the
+    differencing budget (then directional checks)."""
+    s = spec(operator)
+    evaluation = EVALUATION + SECONDS_PER_ELEMENT * (shapes.n_in + shapes.n_out)
+    if s.order == 0:
+        return evaluation
+    if s.takes is not None:
+        return 6 * evaluation * (2 if s.order == 2 else 1)
+    examples = (shapes.batch or 1) if s.per_example else 1
+    full = 2 * shapes.n_in * evaluation * (shapes.n_in if s.order == 2 else 1) * examples
+    return min(full, FULL_REFERENCE_BUDGET + 12 * evaluation)
+
+
+def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool) -> float:
+    adapter = registry.adapters[cell.adapter]
+    slow = cell.variant in adapter.slow_variants
+    eager = cell.variant.startswith("eager")
+    elements = adapter.materialised_elements(cell.operator, cell.variant, shapes)
+    per_call = CALL_OVERHEAD["eager" if eager else "compiled"] + SECONDS_PER_ELEMENT * elements
+    compile_seconds = SLOW_COMPILE if slow else (0.0 if eager else COMPILE)
+    reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
+    return CELL_OVERHEAD + compile_seconds + reference + timed_seconds(per_call)
+
+
+def estimate(registry: Registry, cells: Sequence[Cell], history: History = History()) -> Estimate:
+    """Seconds for each cell and each worker group's start-up, measured where `history` knows them."""
+    out: dict[str, float] = {}
+    measured = set()
+    referenced: set[tuple] = set()
+    for c in cells:
+        ref_key = (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
+        if c.key in history.cells:
+            out[c.key] = history.cells[c.key]
+            measured.add(c.key)
+        else:
+            problem = registry.problems[c.problem]
+            shapes = shapes_of(problem, problem.size(c.size))
+            out[c.key] = model_seconds(registry, c, shapes, with_reference=ref_key not in referenced)
+        referenced.add(ref_key)
+    startups = {}
+    for c in cells:
+        g = (c.adapter, c.dtype, c.device)
+        if g not in startups:
+            startups[g] = history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
+    return Estimate(out, startups, frozenset(measured))
