@@ -28,7 +28,9 @@ from .timing import TimingPolicy
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}
 DEFAULT_STARTUP = 3.0
-CELL_OVERHEAD = 0.25  # inputs, prepare, checking the result, the round trip to the worker
+# Per cell: inputs, prepare (tracing, graph building), checking the result, the round trip to the worker.
+CELL_OVERHEAD = {"tensorflow": 1.2, "torch": 0.6, "jax": 0.6, "autograd": 0.3}
+DEFAULT_CELL_OVERHEAD = 0.6
 CALL_OVERHEAD = {"eager": 2e-4, "compiled": 5e-5}  # a call of a tiny function, seconds
 SECONDS_PER_ELEMENT = 3e-9  # per element the operator materialises, for one call
 COMPILE = 0.15  # a compiled variant's first call (trace + compile) for a small function
@@ -106,7 +108,7 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
     per_call = CALL_OVERHEAD["eager" if eager else "compiled"] + SECONDS_PER_ELEMENT * elements
     compile_seconds = SLOW_COMPILE if slow else (0.0 if eager else COMPILE)
     reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
-    return CELL_OVERHEAD + compile_seconds + reference + timed_seconds(per_call)
+    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + compile_seconds + reference + timed_seconds(per_call)
 
 
 def estimate(registry: Registry, cells: Sequence[Cell], history: History = History()) -> Estimate:
@@ -114,15 +116,17 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     out: dict[str, float] = {}
     measured = set()
     referenced: set[tuple] = set()
+    shapes: dict[tuple[str, str], Shapes] = {}  # a size's label is looked up once, not once per cell
     for c in cells:
-        ref_key = (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
-        if c.key in history.cells:
-            out[c.key] = history.cells[c.key]
-            measured.add(c.key)
+        key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
+        if key in history.cells:
+            out[key] = history.cells[key]
+            measured.add(key)
         else:
-            problem = registry.problems[c.problem]
-            shapes = shapes_of(problem, problem.size(c.size))
-            out[c.key] = model_seconds(registry, c, shapes, with_reference=ref_key not in referenced)
+            if (c.problem, c.size) not in shapes:
+                problem = registry.problems[c.problem]
+                shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
+            out[key] = model_seconds(registry, c, shapes[(c.problem, c.size)], with_reference=ref_key not in referenced)
         referenced.add(ref_key)
     startups = {}
     for c in cells:
