@@ -31,11 +31,24 @@ DEFAULT_STARTUP = 3.0
 # Per cell: inputs, prepare (tracing, graph building), checking the result, the round trip to the worker.
 CELL_OVERHEAD = {"tensorflow": 1.2, "torch": 0.6, "jax": 0.6, "autograd": 0.3}
 DEFAULT_CELL_OVERHEAD = 0.6
-CALL_OVERHEAD = {"eager": 2e-4, "compiled": 5e-5}  # a call of a tiny function, seconds
-SECONDS_PER_ELEMENT = 3e-9  # per element the operator materialises, for one call
-COMPILE = 0.15  # a compiled variant's first call (trace + compile) for a small function
+# Dispatching one array operation eagerly, seconds; compiled code pays none.
+DISPATCH = {"tensorflow": 6e-5, "torch": 1e-5, "jax": 3e-5, "autograd": 1e-5}
+DEFAULT_DISPATCH = 3e-5
+# JAX compiles every primitive on its first eager use at each shape: the first call of a new (problem, size) pays.
+EAGER_FIRST_USE = {"jax": 0.08}
+SECONDS_PER_ELEMENT = 3e-9  # memory traffic per element an operator materialises
+SECONDS_PER_FLOP = 2e-10  # one core's arithmetic
+COMPILE = 0.15  # a compiled variant's first call (trace + compile) of a small function
+COMPILE_PER_OPERATION = 0.005  # and per traced operation
 SLOW_COMPILE = 15.0  # an adapter's slow variant (torch.compile): seconds per cell
 EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
+DEFAULT_OPERATIONS = 10
+SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
+DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
+# How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
+# operations, once per basis vector for arithmetic).
+OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "jacfwd": 2, "jacrev": 3, "hessian": 6,
+                    "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3}
 
 
 @dataclass(frozen=True)
@@ -86,11 +99,25 @@ def timed_seconds(per_call: float, policy: TimingPolicy = TimingPolicy()) -> flo
     return per_call + warmup + blocks
 
 
+def arithmetic_passes(operator: str, shapes: Shapes) -> int:
+    """Evaluations' worth of arithmetic: full Jacobians and Hessians cost one pass per basis vector."""
+    return OPERATION_PASSES[operator] * {
+        "jacfwd": shapes.n_in, "jacrev": shapes.n_out, "hessian": shapes.n_in, "vmap_jacfwd": shapes.n_in,
+        "vmap_jacrev": shapes.n_example_out}.get(operator, 1)
+
+
+def evaluation_seconds(shapes: Shapes) -> float:
+    """One evaluation's arithmetic and memory traffic (operations dispatched are counted apart)."""
+    flops = shapes.flops if shapes.flops is not None else 5 * (shapes.n_in + shapes.n_out)
+    return max(SECONDS_PER_FLOP * flops, SECONDS_PER_ELEMENT * (shapes.n_in + shapes.n_out))
+
+
 def reference_seconds(operator: str, shapes: Shapes) -> float:
-    """The float64 reference: value needs one evaluation, directional forms a few, full derivatives up to the
-    differencing budget (then directional checks)."""
+    """The float64 reference through NumPy: value needs one evaluation, directional forms a few, full derivatives
+    one central difference per basis vector up to the differencing budget (then directional checks)."""
     s = spec(operator)
-    evaluation = EVALUATION + SECONDS_PER_ELEMENT * (shapes.n_in + shapes.n_out)
+    ops = shapes.operations or DEFAULT_OPERATIONS
+    evaluation = EVALUATION + ops * DISPATCH["autograd"] + evaluation_seconds(shapes)
     if s.order == 0:
         return evaluation
     if s.takes is not None:
@@ -100,22 +127,41 @@ def reference_seconds(operator: str, shapes: Shapes) -> float:
     return min(full, FULL_REFERENCE_BUDGET + 12 * evaluation)
 
 
-def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool) -> float:
+def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
+                  first_use: bool = True) -> float:
+    """One cell's modelled wall time (worker start-up excluded); `first_use`: the first cell of its (problem,
+    size) in its worker, which pays JAX's per-primitive compilation in eager mode."""
     adapter = registry.adapters[cell.adapter]
     slow = cell.variant in adapter.slow_variants
     eager = cell.variant.startswith("eager")
+    capability = adapter.capability(cell.operator, cell.variant)
+    ops = (shapes.operations or DEFAULT_OPERATIONS) * OPERATION_PASSES[cell.operator]
+    if capability.support.value == "emulated":  # built from a Python loop: operations once per basis vector
+        ops *= max(1, arithmetic_passes(cell.operator, shapes) // OPERATION_PASSES[cell.operator])
     elements = adapter.materialised_elements(cell.operator, cell.variant, shapes)
-    per_call = CALL_OVERHEAD["eager" if eager else "compiled"] + SECONDS_PER_ELEMENT * elements
-    compile_seconds = SLOW_COMPILE if slow else (0.0 if eager else COMPILE)
+    per_call = (ops * DISPATCH.get(cell.adapter, DEFAULT_DISPATCH) if eager else 0.0) \
+        + arithmetic_passes(cell.operator, shapes) * evaluation_seconds(shapes) + SECONDS_PER_ELEMENT * elements
+    if slow:
+        first = SLOW_COMPILE + ops * COMPILE_PER_OPERATION * 10
+    elif eager:
+        first = min(ops, DISTINCT_OPERATIONS) * EAGER_FIRST_USE.get(cell.adapter, 0.0) if first_use else 0.0
+    else:
+        first = COMPILE + ops * COMPILE_PER_OPERATION
     reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
-    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + compile_seconds + reference + timed_seconds(per_call)
+    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference + timed_seconds(per_call)
 
 
-def estimate(registry: Registry, cells: Sequence[Cell], history: History = History()) -> Estimate:
-    """Seconds for each cell and each worker group's start-up, measured where `history` knows them."""
+def estimate(registry: Registry, cells: Sequence[Cell], history: History = History(), *,
+             timeout: float = 300.0) -> Estimate:
+    """Seconds for each cell and each worker group's start-up, measured where `history` knows them.
+
+    A modelled cell is capped at the cell `timeout`, and once a size is expected to time out the runner skips the
+    family's larger sizes, so they cost next to nothing."""
     out: dict[str, float] = {}
     measured = set()
     referenced: set[tuple] = set()
+    used: set[tuple] = set()
+    timing_out: set[tuple] = set()
     shapes: dict[tuple[str, str], Shapes] = {}  # a size's label is looked up once, not once per cell
     for c in cells:
         key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
@@ -126,8 +172,15 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             if (c.problem, c.size) not in shapes:
                 problem = registry.problems[c.problem]
                 shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
-            out[key] = model_seconds(registry, c, shapes[(c.problem, c.size)], with_reference=ref_key not in referenced)
+            family = (c.problem, c.operator, c.adapter, c.variant, c.device, c.dtype)
+            seconds = model_seconds(registry, c, shapes[(c.problem, c.size)],
+                                    with_reference=ref_key not in referenced,
+                                    first_use=(c.adapter, c.dtype, c.device, c.problem, c.size) not in used)
+            out[key] = SKIPPED_SECONDS if family in timing_out else min(seconds, timeout)
+            if seconds >= timeout:
+                timing_out.add(family)
         referenced.add(ref_key)
+        used.add((c.adapter, c.dtype, c.device, c.problem, c.size))
     startups = {}
     for c in cells:
         g = (c.adapter, c.dtype, c.device)

@@ -20,12 +20,19 @@ if TYPE_CHECKING:  # for annotations only: problem.py imports this module
 @dataclass(frozen=True)
 class Shapes:
     """Shapes at one size. `batch` is the leading length of the batch argument (None without one) and
-    `example_output` the output for one batch element (None without a batch)."""
+    `example_output` the output for one batch element (None without a batch).
+
+    Two optional hints improve the time estimate (estimate.py) where the shapes alone mislead: `flops`, the
+    floating-point operations of one evaluation (GMM's n·K·d² work is invisible in its shapes), and `operations`,
+    the array operations one evaluation dispatches, a Python loop counted once per pass (eager frameworks pay
+    for each, and compilers compile each: LSTM's 20·l·c)."""
 
     wrt: tuple[int, ...]
     output: tuple[int, ...]
     batch: int | None = None
     example_output: tuple[int, ...] | None = None
+    flops: int | None = None
+    operations: int | None = None
 
     @property
     def n_in(self) -> int:
@@ -66,7 +73,13 @@ def evaluated_shapes(problem: "Problem", size: "Size") -> Shapes:
     return Shapes(tuple(np.shape(w)), out, int(np.shape(batch)[0]), example)
 
 
+def without_hints(s: Shapes) -> Shapes:
+    """The shapes alone (what an evaluation can confirm), hints dropped."""
+    return Shapes(s.wrt, s.output, s.batch, s.example_output)
+
+
 def _normalise(s: Shapes) -> Shapes:
     ex = None if s.example_output is None else tuple(int(v) for v in s.example_output)
-    return Shapes(tuple(int(v) for v in s.wrt), tuple(int(v) for v in s.output),
-                  None if s.batch is None else int(s.batch), ex)
+    whole = lambda v: None if v is None else int(v)  # noqa: E731
+    return Shapes(tuple(int(v) for v in s.wrt), tuple(int(v) for v in s.output), whole(s.batch), ex,
+                  whole(s.flops), whole(s.operations))

@@ -110,4 +110,4 @@ def _(rng, n, m, p):
 
 @bundle_adjustment.shapes
 def _(n, m, p):
-    return Shapes(wrt=(BLOCK,), output=(p, 3), batch=p, example_output=(3,))
+    return Shapes(wrt=(BLOCK,), output=(p, 3), batch=p, example_output=(3,), flops=120 * p, operations=60)

@@ -102,4 +102,6 @@ def _(rng, d, K, n):
 
 @gmm.shapes
 def _(d, K, n):
-    return Shapes(wrt=(K, 1 + d + d * (d + 1) // 2), output=())
+    # L @ x dominates the work; the column loop of _lower_triangle dispatches ~4 operations per dimension.
+    return Shapes(wrt=(K, 1 + d + d * (d + 1) // 2), output=(), flops=2 * K * d * d * n + 12 * K * d * n,
+                  operations=40 + 4 * d)
