@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="adapters, problems and the support matrix")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--tag", action="append", help="only problems with this tag")
+    p.add_argument("--suites", action="store_true",
+                   help="each suite's cell count, modelled cost and the cost measured in --history results")
+    p.add_argument("--history", action="append", metavar="RESULTS",
+                   help="with --suites: results files whose times (this machine's fingerprint) are summed")
     _add_plugin_option(p)
 
     p = sub.add_parser("check", help="check derivatives against the float64 reference (no timing)",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 from pathlib import Path
@@ -17,6 +18,7 @@ from .fingerprint import this_machine
 from .results import ResultsWriter, finished_keys, load
 from .shards import ShardSpec
 from .status import Status
+from .suites import SUITES
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -29,14 +31,25 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     return registry
 
 
+def _machine(registry: plugins.Registry):
+    """This machine's fingerprint, with the versions of every known framework."""
+    return this_machine([d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)])
+
+
 def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
-    """This run's header, with the machine fingerprint its records carry (versions of every known framework)."""
-    dists = [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
-    return provenance.collect(args.threads, this_machine(dists))
+    """This run's header, with the machine fingerprint its records carry."""
+    return provenance.collect(args.threads, _machine(registry))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = _registry(args)
+    if args.suites:
+        costs = study.suite_costs(registry, SUITES, study.history(args.history or (), _machine(registry).id))
+        if args.json:
+            print(json.dumps([dataclasses.asdict(c) for c in costs], indent=2))
+        else:
+            display.print_suite_costs(out, costs)
+        return 0
     inventory = display.inventory(registry, tags=tuple(args.tag or ()))
     if args.json:
         print(json.dumps(inventory, indent=2))
@@ -128,7 +141,8 @@ def _study(registry, args) -> tuple[study.Study, dict]:
     done = frozenset(finished_keys(args.output)) if args.resume else frozenset()
     past = study.history([args.output, *(args.history or ())], prov["machine"]["fingerprint"])
     shard = ShardSpec.parse(args.shard) if args.shard else None
-    return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or ""), prov
+    return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
+                         timeout=args.timeout), prov
 
 
 def cmd_run(args: argparse.Namespace) -> int:

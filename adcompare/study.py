@@ -15,7 +15,8 @@ from .measurement import Measurement
 from .plugins import Registry
 from .preflight import estimate_bytes
 from .results import load
-from .runner import Plan
+from .runner import Plan, Selection
+from .runner import plan as make_plan
 from .shards import ShardSpec, owns_decided, shard_cells
 
 
@@ -49,15 +50,15 @@ def history(paths: Sequence[str | Path], machine: str) -> History:
 
 
 def prepare(registry: Registry, plan: Plan, *, done: frozenset[str] = frozenset(), past: History = History(),
-            shard: ShardSpec | None = None, max_time: str = "") -> Study:
+            shard: ShardSpec | None = None, max_time: str = "", timeout: float = 300.0) -> Study:
     """Apply the shard (on the whole plan, so shards do not depend on progress), then resume, then the budget."""
     cells, decided = plan.cells, plan.decided
     if shard is not None:  # from the model alone: every job (on any node, at any progress) splits alike
-        whole = estimate(registry, cells)
+        whole = estimate(registry, cells, timeout=timeout)
         cells = shard_cells(cells, whole, shard)
         decided = tuple(m for m in decided if owns_decided(m.cell.key, shard))
     todo = [c for c in cells if c.key not in done]
-    est = estimate(registry, todo, past)
+    est = estimate(registry, todo, past, timeout=timeout)
     left: tuple[Measurement, ...] = ()
     if max_time:
         chosen, rest = budget.choose(todo, est, budget.parse_duration(max_time))
@@ -96,3 +97,25 @@ def cells_json(registry: Registry, study: Study) -> dict[str, Any]:
     return {"total_cells": study.total, "shard": str(study.shard) if study.shard else None,
             "estimated_seconds": round(study.seconds, 1),
             "startup_seconds": {"/".join(g): s for g, s in study.estimate.startups.items()}, "cells": rows}
+
+
+@dataclass(frozen=True)
+class SuiteCost:
+    """A suite's size and cost on this machine: modelled, and measured where earlier results cover it."""
+
+    suite: str
+    cells: int
+    to_run: int
+    estimated_seconds: float
+    measured_cells: int  # cells of the suite with a measured wall time on this machine
+    measured_seconds: float  # their summed wall time (start-ups excluded)
+
+
+def suite_costs(registry: Registry, suites: Sequence[str], past: History = History()) -> list[SuiteCost]:
+    out = []
+    for name in suites:
+        p = make_plan(registry, Selection(suite=name))
+        model = estimate(registry, p.cells)
+        measured = [past.cells[c.key] for c in p.cells if c.key in past.cells]
+        out.append(SuiteCost(name, p.total, len(p.cells), model.total, len(measured), sum(measured)))
+    return out

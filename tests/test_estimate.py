@@ -53,3 +53,18 @@ def test_dry_run_json_lists_every_cell_with_estimates(capsys, tmp_path):
     assert len(out["cells"]) == out["total_cells"] and out["estimated_seconds"] > 0
     assert main(argv) == 0
     assert "modelled, no earlier results on this machine" in capsys.readouterr().out
+
+
+def test_list_suites_counts_cells_and_sums_this_machines_measured_times(capsys, tmp_path):
+    out = tmp_path / "one.jsonl"
+    assert main(["run", "--problem", "f_xy", "--adapter", "autograd", "--variant", "eager", "--no-progress",
+                 "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["list", "--suites", "--json", "--history", str(out)]) == 0
+    costs = {c["suite"]: c for c in json.loads(capsys.readouterr().out)}
+    assert {"quick", "full"} <= set(costs)
+    assert costs["full"]["cells"] > costs["quick"]["cells"] > 0
+    assert costs["quick"]["measured_cells"] == 1 and costs["quick"]["measured_seconds"] > 0
+    assert costs["quick"]["estimated_seconds"] > 0
+    assert main(["list", "--suites"]) == 0
+    assert "pass --history RESULTS" in capsys.readouterr().out
