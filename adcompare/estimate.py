@@ -34,15 +34,16 @@ DEFAULT_CELL_OVERHEAD = 0.6
 # Dispatching one array operation eagerly, seconds; compiled code pays none.
 DISPATCH = {"tensorflow": 6e-5, "torch": 1e-5, "jax": 3e-5, "autograd": 1e-5}
 DEFAULT_DISPATCH = 3e-5
-# JAX compiles every primitive on its first eager use at each shape: the first call of a new (problem, size) pays.
-EAGER_FIRST_USE = {"jax": 0.08}
+# JAX compiles every primitive on its first eager use at each shape, and each operator's transform brings its own:
+# the first eager cell of each (problem, size, operator) in a worker pays (measured 14–34 s for GMM's first calls).
+EAGER_FIRST_USE = {"jax": 0.05}
 SECONDS_PER_ELEMENT = 3e-9  # memory traffic per element an operator materialises
 SECONDS_PER_FLOP = 2e-10  # one core's arithmetic
 COMPILE = 0.15  # a compiled variant's first call (trace + compile) of a small function
 COMPILE_PER_OPERATION = 0.005  # and per traced operation
 SLOW_COMPILE = 15.0  # an adapter's slow variant (torch.compile): seconds per cell
 EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
-DEFAULT_OPERATIONS = 10
+DEFAULT_OPERATIONS = 6
 SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
 DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
@@ -130,7 +131,7 @@ def reference_seconds(operator: str, shapes: Shapes) -> float:
 def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
                   first_use: bool = True) -> float:
     """One cell's modelled wall time (worker start-up excluded); `first_use`: the first cell of its (problem,
-    size) in its worker, which pays JAX's per-primitive compilation in eager mode."""
+    size, operator) in its worker, which pays JAX's per-primitive compilation in eager mode."""
     adapter = registry.adapters[cell.adapter]
     slow = cell.variant in adapter.slow_variants
     eager = cell.variant.startswith("eager")
@@ -160,8 +161,8 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     out: dict[str, float] = {}
     measured = set()
     referenced: set[tuple] = set()
-    used: set[tuple] = set()
     timing_out: set[tuple] = set()
+    eager_seen: set[tuple] = set()  # (worker group, problem, size, operator) already run eagerly
     shapes: dict[tuple[str, str], Shapes] = {}  # a size's label is looked up once, not once per cell
     for c in cells:
         key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
@@ -175,12 +176,13 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             family = (c.problem, c.operator, c.adapter, c.variant, c.device, c.dtype)
             seconds = model_seconds(registry, c, shapes[(c.problem, c.size)],
                                     with_reference=ref_key not in referenced,
-                                    first_use=(c.adapter, c.dtype, c.device, c.problem, c.size) not in used)
+                                    first_use=ref_key not in eager_seen)
             out[key] = SKIPPED_SECONDS if family in timing_out else min(seconds, timeout)
             if seconds >= timeout:
                 timing_out.add(family)
         referenced.add(ref_key)
-        used.add((c.adapter, c.dtype, c.device, c.problem, c.size))
+        if c.variant.startswith("eager"):
+            eager_seen.add(ref_key)
     startups = {}
     for c in cells:
         g = (c.adapter, c.dtype, c.device)
