@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .errors import UsageError
+from .errors import SchedulerError, UsageError
 from .results import merge_files
 
 err = Console(stderr=True)
@@ -96,7 +96,11 @@ def _slurm_executor(args: argparse.Namespace, folder: Path):
         import submitit  # the optional extra: imported only when --executor slurm is asked for
     except ImportError:
         raise UsageError("--executor slurm needs submitit; pip install 'adcompare[slurm]'") from None
-    executor = submitit.AutoExecutor(folder=folder / "slurm" / "%j", cluster="slurm")
+    try:
+        executor = submitit.AutoExecutor(folder=folder / "slurm" / "%j", cluster="slurm")
+    except RuntimeError as exc:  # no srun/sbatch here
+        raise UsageError(f"--executor slurm: {exc}; run it where SLURM's commands work, or use --executor local") \
+            from None
     params = {"timeout_min": args.slurm_time, "slurm_array_parallelism": args.shards, "name": "adcompare"}
     if args.slurm_partition:
         params["slurm_partition"] = args.slurm_partition
@@ -112,7 +116,12 @@ def _slurm_executor(args: argparse.Namespace, folder: Path):
 
 def run_slurm(args: argparse.Namespace, commands: list[list[str]], paths: list[Path]) -> list[int]:
     executor = _slurm_executor(args, paths[0].parent)
-    jobs = executor.map_array(run_shard_job, commands)
+    try:
+        jobs = executor.map_array(run_shard_job, commands)
+    except RuntimeError as exc:  # submitit's FailedJobError: sbatch's own message is the useful part
+        last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+        raise SchedulerError(f"--executor slurm: submitting the job array failed: {last[0]}; check that sbatch "
+                             f"works here (sinfo, SLURM_CONF), or use --executor local") from None
     err.print(f"submitted {len(jobs)} job(s) as array {jobs[0].job_id.split('_')[0]}; results in "
               f"{paths[0].parent}", highlight=False)
     last = ""

@@ -77,3 +77,16 @@ def test_slurm_job_array_gives_the_local_executors_cells(cluster, tmp_path):
     # Every record names the machine (node + fingerprint) that timed it, and the node is this one (the cluster's).
     assert {m.machine for m in slurm.measurements} <= {m.id for m in slurm.machines}
     assert cluster.node in {m.host.split(".")[0] for m in slurm.machines}
+
+
+def test_an_unreachable_scheduler_is_one_line_not_a_traceback(tmp_path):
+    why = _unavailable()
+    if why:
+        pytest.skip(why)
+    broken = tmp_path / "slurm.conf"
+    broken.write_text("")  # sbatch refuses it at once (a missing file costs a minute of DNS lookups)
+    env = {**os.environ, "SLURM_CONF": str(broken)}
+    done = adcompare("run", *SELECTION, "--executor", "slurm", "-o", str(tmp_path / "x.jsonl"), env=env)
+    assert done.returncode == 1
+    assert "adcompare: --executor slurm: submitting the job array failed" in done.stderr
+    assert "Traceback" not in done.stderr
