@@ -28,7 +28,9 @@ from .results import merge_files
 
 err = Console(stderr=True)
 
-SELECTORS = ("problem", "size", "operator", "adapter", "variant", "device", "dtype", "tag")
+# Options of the driver that a shard's own command must not repeat; every other option is passed on as given.
+DRIVER_ONLY = {"command", "executor", "shards", "shard_dir", "shard", "output", "dry_run", "json", "no_progress",
+               "resume"}
 
 
 def shard_paths(args: argparse.Namespace) -> list[Path]:
@@ -37,22 +39,21 @@ def shard_paths(args: argparse.Namespace) -> list[Path]:
 
 
 def shard_command(args: argparse.Namespace, k: int, output: Path) -> list[str]:
-    """The `adcompare run` command line of shard k: the same selection and options, one shard, its own file."""
-    argv = [sys.executable, "-m", "adcompare", "run", "--suite", args.suite, "--shard", f"{k}/{args.shards}",
-            "-o", str(output), "--timeout", str(args.timeout), "--threads", str(args.threads), "--no-progress"]
-    for name in SELECTORS:
-        for value in getattr(args, name) or ():
-            argv += [f"--{name}", value]
-    for flag, value in (("--memory-limit", args.memory_limit), ("--max-time", args.max_time)):
-        if value:
-            argv += [flag, str(value)]
-    for path in args.history or ():
-        argv += ["--history", str(Path(path).resolve())]
-    for plugin in args.plugin:
-        argv += ["--plugin", str(Path(plugin).resolve()) if Path(plugin).exists() else plugin]
-    if args.resume:
-        argv.append("--resume")
-    return argv
+    """The `adcompare run` command line of shard k: every option of this command (selection, run options, plugins
+    — also those added later) but the driver's own, then one shard, its own file."""
+    argv = [sys.executable, "-m", "adcompare", "run"]
+    for name, value in sorted(vars(args).items()):
+        if name in DRIVER_ONLY or name.startswith("slurm_") or value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        values = value if isinstance(value, list) else [value]
+        if value is True:
+            argv.append(flag)
+            continue
+        for v in values:  # files named relatively must resolve the same from the job's working directory
+            argv += [flag, str(Path(v).resolve()) if isinstance(v, str) and Path(v).exists() else str(v)]
+    argv += ["--shard", f"{k}/{args.shards}", "-o", str(output), "--no-progress"]
+    return argv + (["--resume"] if args.resume else [])
 
 
 def run_shard_job(argv: Sequence[str]) -> int:
