@@ -2,6 +2,8 @@
 conformance check that catches an adapter under-reporting it."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from adcompare import Adapter, Capability, Prepared, Shapes, plugins
@@ -68,3 +70,17 @@ def test_the_built_in_adapters_declare_at_least_the_operators_need():
     for adapter in REGISTRY.adapters.values():
         for variant in ("eager", "compiled", *adapter.variants):
             assert materialised_failures(adapter, variant, [small, LARGE_SHAPES]) == [], adapter.name
+
+
+def test_the_guides_dense_vjp_adapter_is_planned_too_large_instead_of_killed(capsys):
+    from pathlib import Path
+
+    from adcompare.cli import main
+
+    plugin = Path(__file__).parent / "fixtures" / "thirdparty" / "numpy_fd" / "adcompare_numpy_fd.py"
+    argv = ["run", "--plugin", str(plugin), "--adapter", "numpy-fd", "--problem", "tanh", "--operator", "vjp",
+            "--variant", "eager", "--suite", "full", "--dtype", "float64", "--dry-run", "--json", "-o", "/nonexistent/none.jsonl"]
+    assert main(argv) == 0
+    rows = {row["cell"]["size"]: row for row in json.loads(capsys.readouterr().out)["cells"]}
+    assert rows["n1000000"]["status"] == "too_large"  # a 10⁶ × 10⁶ Jacobian: 8 TB
+    assert rows["n100"]["status"] == "planned" and rows["n100"]["bytes"] >= 4 * 8 * 100 * 100
