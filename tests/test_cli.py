@@ -20,7 +20,7 @@ def test_help_has_examples(capsys):
     (["run", "--problem", "exp_dot_los", "--dry-run"], "unknown problem 'exp_dot_los' (did you mean 'exp_dot_loss'?)"),
     (["check", "--adapter", "jaxx"], "unknown adapter 'jaxx' (did you mean 'jax'?)"),
     (["run", "--operator", "jacfw", "--dry-run"], "unknown operator 'jacfw' (did you mean 'jacfwd'?)"),
-    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"], "problem 'f_r2_r3', operator 'grad': grad needs a "
+    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"], "nothing applies: left out problem 'f_r2_r3' with operator 'grad': grad needs a "
                                                                         "scalar-valued function, f(x) has shape (3,)"),
     (["report", "no-such-file.jsonl"], "cannot read results file 'no-such-file.jsonl'"),
     (["list", "--plugin", "nowhere.py"], "--plugin 'nowhere.py': no such file"),
