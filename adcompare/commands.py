@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import replace
 import dataclasses
 import datetime
 import json
@@ -13,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import display, executors, plugins, provenance, runner, study
 from .errors import UsageError
-from .expectations import expected_failure
+from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
 from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from .results import ResultsWriter, finished_keys, load
@@ -21,7 +23,8 @@ from .shards import ShardSpec
 from .status import Status
 from .suites import SUITES
 
-out = Console(soft_wrap=True)
+# Piped or redirected, tables keep readable columns instead of rich's 80-column default.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 
@@ -80,13 +83,14 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
                                 policy={} if time_it else {}, deadline=deadline,
                                 budget=getattr(args, "max_time", None) or "")
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
-    record = writer.add if writer else (lambda m: None)
+    record = (lambda m: writer.add(labelled(m, registry.problems))) if writer else (lambda m: None)
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:
         bar.start()
     try:
-        return runner.run(registry, plan, options, record=record, on_worker=on_worker, progress=progress,
-                          skip_keys=frozenset(skip))
+        measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker, progress=progress,
+                                  skip_keys=frozenset(skip))
+        return [labelled(m, registry.problems) for m in measurements]
     finally:
         if bar is not None:
             bar.stop()
@@ -208,6 +212,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
+    results = replace(results, measurements=tuple(labelled(m, registry.problems) for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
     index = build(results, out_dir, extra_sections=sections)
     out.print(f"report: {index}")
