@@ -19,6 +19,7 @@ examples:
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
+  adcompare compare main.jsonl pr.jsonl --fail-above 10   CI gate: exit 1 on a significant slowdown > 10 %
 """
 
 
@@ -83,10 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(p)
     _add_plugin_option(p)
 
-    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval")
+    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval",
+                       epilog="exit 0: no regression; 1: with --fail-above, a cell is significantly slower by more "
+                              "than PCT; 2: unusable input (missing file, no timed cell in common)")
     p.add_argument("baseline")
     p.add_argument("candidate")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object per cell, offending cells first")
+    p.add_argument("--fail-above", type=float, metavar="PCT",
+                   help="CI gate: exit 1 when any matching cell is significantly slower by more than PCT percent "
+                        "(bootstrap interval, Holm-corrected rank test, effect > PCT)")
     return parser
 
 

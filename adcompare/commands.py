@@ -159,14 +159,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare
+    from .comparison import compare, regressions
+    from .significance import NOISE
 
-    rows = compare(load([args.baseline]), load([args.candidate]))
+    if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
+        raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
+    threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    rows = compare(load([args.baseline]), load([args.candidate]), threshold)
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
+    offending = regressions(rows) if args.fail_above is not None else []
+    rows = offending + [r for r in rows if r not in offending]
     if args.json:
         for r in rows:
-            print(json.dumps(r.to_json()))
+            print(json.dumps({**r.to_json(), "regression": r in offending}))
     else:
-        display.print_comparison(out, rows)
-    return 0
+        display.print_comparison(out, rows, offending, args.fail_above)
+    return 1 if offending else 0
