@@ -23,7 +23,7 @@ from typing import Any
 from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
-from .. import bootstrap
+from .. import bootstrap, significance
 from . import cells_table, compile_cost, correctness, figures, relative_cost, summary
 from .dimensions import Dimensions
 from .svgchart import Palette
@@ -252,6 +252,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "overview": _overview(ms),
         "summaries": summaries,
         "stats_method": bootstrap.METHOD,
+        "significance_method": significance.METHOD,
         "entry": summary.entry,
         "scaling": scaling,
         "relative": relative,
