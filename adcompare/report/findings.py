@@ -22,8 +22,8 @@ from importlib import resources
 from ..bootstrap import Bootstrap
 from ..measurement import Measurement
 from ..significance import Difference, judge
-from ..status import Status
 from .sizes import sort_key
+from .summary import timed
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
 RULE = ("confirmed: at least half of the comparisons significantly agree and none disagrees; contradicted: none "
@@ -140,25 +140,24 @@ def _mark(x: Comparison) -> str:
     return {1: "", 0: ", not significant", -1: ", opposite"}[x.agrees]
 
 
-def _timed(m: Measurement) -> bool:
-    return m.status is Status.OK and m.timing is not None and len(m.timing.samples) > 0
+Index = dict[tuple[str, ...], Measurement]  # (machine, device, dtype, adapter, variant, problem, operator, size)
 
 
-def evaluate(measurements: Sequence[Measurement], claim: Claim, boot: Bootstrap) -> Finding:
+def timed_index(measurements: Sequence[Measurement]) -> Index:
+    return {(m.machine, m.cell.device, m.cell.dtype, m.cell.adapter, m.cell.variant, m.cell.problem,
+             m.cell.operator, m.cell.size): m for m in measurements if timed(m)}
+
+
+def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
     fast_problem, fast_op, fast_variant = Claim.side(claim.faster)
-    several = {(m.machine, m.cell.device, m.cell.dtype) for m in measurements if _timed(m)}
-    index: dict[tuple, Measurement] = {}
-    for m in measurements:
-        if _timed(m):
-            c = m.cell
-            index[(m.machine, c.device, c.dtype, c.adapter, c.variant, c.problem, c.operator, c.size)] = m
+    several = {key[:3] for key in index}
+    fast_cells = [(key, m) for key, m in index.items() if key[5:7] == (fast_problem, fast_op)
+                  and (not fast_variant or key[4] == fast_variant)]
     found: list[tuple[dict, object, Sequence[float], Sequence[float]]] = []  # Comparison fields, bootstrap ratio
     for spec in claim.slower:
         slow_problem, slow_op, slow_variant = Claim.side(spec)
         contexts: dict[tuple, dict[str, tuple[Measurement, Measurement]]] = defaultdict(dict)
-        for (machine, device, dtype, adapter, variant, problem, op, size), fast in index.items():
-            if (problem, op) != (fast_problem, fast_op) or (fast_variant and variant != fast_variant):
-                continue
+        for (machine, device, dtype, adapter, variant, problem, op, size), fast in fast_cells:
             other_variant = slow_variant or variant
             slow = index.get((machine, device, dtype, adapter, other_variant, slow_problem, slow_op, size))
             if slow is not None:
@@ -196,7 +195,8 @@ def evaluate(measurements: Sequence[Measurement], claim: Claim, boot: Bootstrap)
 
 def findings(measurements: Sequence[Measurement], boot: Bootstrap | None = None) -> list[Finding]:
     boot = boot or Bootstrap()
-    return [evaluate(measurements, c, boot) for c in claims()]
+    index = timed_index(measurements)
+    return [evaluate(index, c, boot) for c in claims()]
 
 
 def top(found: Sequence[Finding]) -> list[Finding]:

@@ -42,10 +42,6 @@ def colour(ratio: float, top: float) -> str:
     return VIRIDIS[round(t * (len(VIRIDIS) - 1))]
 
 
-def _ink(fill: str) -> str:
-    return "#fff" if VIRIDIS.index(fill) >= 5 else "#111"
-
-
 @dataclass(frozen=True)
 class Tile:
     text: str  # ratio or glyph
@@ -177,7 +173,8 @@ def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, .
 
 def render(h: Heatmap) -> str:
     label_w = max(80, CHAR_W * max(len(r) for r in h.rows) + 12)
-    width = label_w + TILE_W * len(h.columns) + 10
+    overhang = CHAR_W * max(len(c) for c in h.columns) * 0.87 - TILE_W / 2  # the last rotated column label
+    width = max(label_w + TILE_W * len(h.columns) + max(10, overhang), 380)
     height = HEAD_H + TILE_H * len(h.rows) + LEGEND_H
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width:.0f} {height}" '
            f'width="{width:.0f}" height="{height}" role="img" aria-label="{esc(h.title)}">',
@@ -190,12 +187,12 @@ def render(h: Heatmap) -> str:
                    f'text-anchor="end">{esc(row)}</text>')
     for (i, j), t in sorted(h.tiles.items()):
         x, y = label_w + TILE_W * j, HEAD_H + TILE_H * i
-        ink = _ink(t.fill) if t.fill in VIRIDIS else "#333"
+        ink = " dark" if t.fill in VIRIDIS and VIRIDIS.index(t.fill) >= 5 else ""
         dash = ' stroke="#000" stroke-dasharray="2 2"' if t.emulated else ""
         out.append(f'<a href="{esc(t.link)}"><rect x="{x:.0f}" y="{y}" width="{TILE_W - 2}" height="{TILE_H - 2}" '
                    f'fill="{t.fill}"{dash}><title>{esc(t.hover)}</title></rect>'
-                   f'<text x="{x + TILE_W / 2 - 1:.0f}" y="{y + 13}" text-anchor="middle" fill="{ink}" '
-                   f'class="tile">{esc(t.text)}</text></a>')
+                   f'<text x="{x + TILE_W / 2 - 1:.0f}" y="{y + 13}" text-anchor="middle" '
+                   f'class="tile{ink}">{esc(t.text)}</text></a>')
     out += _legend(h, 10, HEAD_H + TILE_H * len(h.rows) + 10)
     out.append("</svg>")
     return "".join(out)

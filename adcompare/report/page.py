@@ -24,7 +24,7 @@ from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
 from .. import bootstrap, significance
-from . import cells_table, compile_cost, correctness, figures, relative_cost, summary
+from . import cells_table, compile_cost, correctness, figures, findings, heatmap, relative_cost, summary
 from .dimensions import Dimensions
 from .svgchart import Palette
 
@@ -215,6 +215,10 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     def machine_label(m: Measurement) -> str:
         return labels.get(m.machine, m.machine) if shared_device else ""
 
+    glance = heatmap.heatmaps(ms, machine_label, boot)
+    found = findings.findings(ms, boot)
+    clock.mark("overview")
+
     by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
         by_problem[(m.cell.problem, machine_label(m), m.cell.device, m.cell.dtype)].append(m)
@@ -251,6 +255,10 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "warnings": results.warnings,
         "overview": _overview(ms),
         "summaries": summaries,
+        "heatmaps": glance,
+        "glyphs": heatmap.GLYPHS,
+        "findings": found,
+        "finding_rule": findings.RULE,
         "stats_method": bootstrap.METHOD,
         "significance_method": significance.METHOD,
         "entry": summary.entry,
