@@ -18,6 +18,7 @@ examples:
   adcompare run --problem exp_dot_loss --operator jacfwd,jacrev --dry-run
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
+  adcompare report results.jsonl --figures paper/   the same figures as PDF and PNG for a paper
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
   adcompare compare main.jsonl pr.jsonl --fail-above 10   CI gate: exit 1 on a significant slowdown > 10 %
 """
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")
     p.add_argument("results", nargs="*", help="results files (.jsonl) or pytest-benchmark JSON (.json)")
     p.add_argument("-o", "--output", help="report folder (default reports/<date-time>/)")
+    p.add_argument("--figures", metavar="DIR",
+                   help="also write every figure as PDF and PNG (matplotlib, paper style) into DIR; "
+                        "needs the extra: pip install 'adcompare[plot]'")
     _add_run_options(p)
     _add_plugin_option(p)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 from pathlib import Path
 
@@ -134,13 +135,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     with ResultsWriter(args.output, _provenance(registry, args), resume=args.resume) as writer:
         measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip)
     display.print_summary(out, measurements)
+    _print_findings(measurements)
     out.print(f"results: {args.output}")
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
+
+
+def _print_findings(measurements) -> None:
+    """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
+    from .report.findings import findings, top
+
+    found = findings(measurements)
+    display.print_findings(out, top(found), len(found))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import build
 
+    if args.figures and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--figures needs matplotlib, which is not installed; pip install 'adcompare[plot]'")
     registry = _registry(args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.output or f"reports/{stamp}")
@@ -153,7 +165,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
-    index = build(results, out_dir, extra_sections=sections)
+    index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
+    _print_findings(results.measurements)
+    if args.figures:
+        out.print(f"figures (PDF, PNG): {args.figures}")
     out.print(f"report: {index}")
     return 0
 

@@ -182,3 +182,16 @@ def print_comparison(console: Console, rows, offending=(), fail_above: float | N
     console.print(t)
     if fail_above is not None and not offending:
         console.print(f"[green]no cell is significantly slower by more than {fail_above:g} %[/]")
+
+
+def print_findings(console: Console, top, total: int) -> None:
+    """One line per measured seed claim: verdict, seed, what was measured (contradicted first)."""
+    style = {"confirmed": "green", "contradicted": "red", "mixed": "yellow"}
+    if not top:
+        console.print(f"findings: none of the {total} seed claims was measured by this selection "
+                      f"(`adcompare report` runs the quick suite, which measures them)")
+        return
+    console.print(f"[bold]findings[/] ({len(top)} of {total} seed claims measured):")
+    for f in top:
+        console.print(f"  [{style[f.verdict]}]{f.verdict}[/] seed {f.claim.seed} “{f.claim.quote}” — {f.measured}",
+                      highlight=False)

@@ -8,6 +8,9 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent;
    each block yields one per-call sample (block time ÷ number), and a block ten times longer than planned
    shrinks `number` for the rest. The sync is inside every call.
+5. early stop: once at least `min_samples` blocks exist and the median's distribution-free 95 % interval (order
+   statistics of the samples, binomial ranks) lies within ±`precision` of the median, the cell stops before
+   `min_time`: more blocks would not change what the report says, and the quick suite needs the time for sizes.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
 first call minus steady-state median ("first call minus steady state").
 """
@@ -31,8 +34,33 @@ class TimingPolicy:
     block_time: float = 0.01
     min_time: float = 0.2
     max_time: float = 2.0
-    min_samples: int = 7
+    min_samples: int = 7  # the rank test of significance.py needs ≥ 7 blocks a side to decide at 0.05
     max_number: int = 1_000_000
+    precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
+
+
+def median_interval(samples: list[float], level: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval for the median: order statistics x₍ₗ₎, x₍ᵤ₎ with binomial(n, ½) ranks, coverage
+    ≥ `level` (for n = 7 that is the min and the max, 98 %)."""
+    data = sorted(samples)
+    n = len(data)
+    tail, low = 0.0, 0
+    while low < n // 2:  # largest l with P(Bin(n, ½) ≤ l − 1) ≤ (1 − level) / 2, as a 0-based index
+        tail += math.comb(n, low) / 2 ** n
+        if tail > (1 - level) / 2:
+            break
+        low += 1
+    low = max(0, low - 1) if low else 0
+    return data[low], data[n - 1 - low]
+
+
+def precise(samples: list[float], policy: TimingPolicy) -> bool:
+    if len(samples) < policy.min_samples:
+        return False
+    data = sorted(samples)
+    mid = data[len(data) // 2] if len(data) % 2 else (data[len(data) // 2 - 1] + data[len(data) // 2]) / 2
+    low, high = median_interval(samples)
+    return mid > 0 and high - mid <= policy.precision * mid and mid - low <= policy.precision * mid
 
 
 def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, float]:
@@ -74,7 +102,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             # Calibration came from one fast warm-up call; resize so the remaining blocks keep to their length.
             number = max(1, int(number * policy.block_time / elapsed))
         enough = spent >= policy.min_time and len(samples) >= policy.min_samples
-        if enough or spent >= policy.max_time:
+        if enough or spent >= policy.max_time or precise(samples, policy):
             break
     timing = Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
                     warmup_calls=calls)
