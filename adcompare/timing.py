@@ -2,10 +2,12 @@
 
 Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 1. first call: one `run(); sync(out)`, timed alone (includes JIT compilation where the framework compiles lazily);
-2. warm-up: calls until `warmup_time` has passed (at least two), so caches and allocators settle;
+2. warm-up: calls until `warmup_time` has passed (at least two, or one that took over `max_time` ÷ 8), so caches
+   and allocators settle;
 3. calibration: `number` calls per block so a block lasts about `block_time` — timer overhead (~0.1 µs) is then
    negligible even for µs-scale cells;
-4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent;
+4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent with at
+   least `min_samples` blocks (the rank test needs them), or `hard_limit` is spent;
    each block yields one per-call sample (block time ÷ number), and a block ten times longer than planned
    shrinks `number` for the rest. The sync is inside every call.
 5. early stop: once at least `min_samples` blocks exist and the median's distribution-free 95 % interval (order
@@ -37,6 +39,7 @@ class TimingPolicy:
     min_samples: int = 7  # the rank test of significance.py needs ≥ 7 blocks a side to decide at 0.05
     max_number: int = 1_000_000
     precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
+    hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks
 
 
 def median_interval(samples: list[float], level: float = 0.95) -> tuple[float, float]:
@@ -44,13 +47,13 @@ def median_interval(samples: list[float], level: float = 0.95) -> tuple[float, f
     ≥ `level` (for n = 7 that is the min and the max, 98 %)."""
     data = sorted(samples)
     n = len(data)
-    tail, low = 0.0, 0
-    while low < n // 2:  # largest l with P(Bin(n, ½) ≤ l − 1) ≤ (1 − level) / 2, as a 0-based index
-        tail += math.comb(n, low) / 2 ** n
-        if tail > (1 - level) / 2:
-            break
+
+    def coverage(k: int) -> float:  # P(k < B ≤ n − 1 − k), B ~ binomial(n, ½): [x₍ₖ₎, x₍ₙ₋₁₋ₖ₎] holds the median
+        return sum(math.comb(n, i) for i in range(k + 1, n - k)) / 2 ** n
+
+    low = 0
+    while low + 1 <= (n - 1) // 2 and coverage(low + 1) >= level:
         low += 1
-    low = max(0, low - 1) if low else 0
     return data[low], data[n - 1 - low]
 
 
@@ -87,7 +90,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         elapsed = block(1)
         warm += elapsed
         calls += 1
-        if warm > policy.max_time / 4:
+        if warm > policy.max_time / 4 or elapsed > policy.max_time / 8:
             break
     per_call = max(elapsed, 1e-9)
     number = int(min(policy.max_number, max(1, math.ceil(policy.block_time / per_call))))
@@ -102,7 +105,8 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             # Calibration came from one fast warm-up call; resize so the remaining blocks keep to their length.
             number = max(1, int(number * policy.block_time / elapsed))
         enough = spent >= policy.min_time and len(samples) >= policy.min_samples
-        if enough or spent >= policy.max_time or precise(samples, policy):
+        full = len(samples) >= policy.min_samples
+        if enough or (spent >= policy.max_time and full) or spent >= policy.hard_limit or precise(samples, policy):
             break
     timing = Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
                     warmup_calls=calls)
