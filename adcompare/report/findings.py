@@ -167,7 +167,8 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
             machine, device, dtype, adapter, variant = ctx
             label = " · ".join(p for p in (adapter, variant) if p)
             if len(several) > 1:
-                label += f", {device} {dtype}" + (f" on {machine}" if len({s[0] for s in several}) > 1 else "")
+                shared = len({s[:2] for s in several}) > len({s[1] for s in several})  # a device on 2 machines
+                label += f", {device} {dtype}" + (f" on machine {machine}" if shared else "")
             ordered = sorted(by_size, key=sort_key)
             if claim.grows and len(ordered) < 2:
                 continue
