@@ -23,7 +23,7 @@ from ..bootstrap import Bootstrap
 from ..measurement import Measurement
 from ..significance import Difference, judge
 from .sizes import sort_key
-from .summary import timed
+from .summary import sample_key, timed
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
 RULE = ("confirmed: at least half of the comparisons significantly agree and none disagrees; contradicted: none "
@@ -151,7 +151,7 @@ def timed_index(measurements: Sequence[Measurement]) -> Index:
 def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
     fast_problem, fast_op, fast_variant = Claim.side(claim.faster)
     several = {key[:3] for key in index}
-    fast_cells = [(key, m) for key, m in index.items() if key[5:7] == (fast_problem, fast_op)
+    fast_cells = [(key, m) for key, m in index.items() if key[5] == fast_problem and key[6] == fast_op
                   and (not fast_variant or key[4] == fast_variant)]
     found: list[tuple[dict, object, Sequence[float], Sequence[float]]] = []  # Comparison fields, bootstrap ratio
     for spec in claim.slower:
@@ -173,11 +173,11 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
             if claim.grows and len(ordered) < 2:
                 continue
             fast, slow = by_size[ordered[-1]]
-            ratio = boot.ratio(fast.cell.key + fast.machine, fast.timing, slow.cell.key + slow.machine, slow.timing)
+            ratio = boot.ratio(sample_key(fast), fast.timing, sample_key(slow), slow.timing)
             point = slow.timing.median / fast.timing.median
             if claim.grows:
                 f0, s0 = by_size[ordered[0]]
-                r0 = boot.ratio(f0.cell.key + f0.machine, f0.timing, s0.cell.key + s0.machine, s0.timing)
+                r0 = boot.ratio(sample_key(f0), f0.timing, sample_key(s0), s0.timing)
                 grew = 0
                 if ratio is not None and r0 is not None:
                     grew = 1 if ratio.low > r0.high else -1 if ratio.high < r0.low else 0
@@ -196,7 +196,8 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
 
 def findings(measurements: Sequence[Measurement], boot: Bootstrap | None = None) -> list[Finding]:
     boot = boot or Bootstrap()
-    index = timed_index(measurements)
+    wanted = {Claim.side(spec)[0] for c in claims() for spec in (c.faster, *c.slower)}
+    index = timed_index([m for m in measurements if m.cell.problem in wanted])  # the claims' problems only
     return [evaluate(index, c, boot) for c in claims()]
 
 

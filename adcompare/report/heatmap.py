@@ -23,7 +23,7 @@ from ..expectations import expected
 from ..measurement import Measurement
 from ..status import Status
 from . import sizes
-from .summary import entry, operator_order, timed
+from .summary import entry, operator_order, sample_key, timed
 from .svgchart import CHAR_W, esc, seconds
 
 # viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)
@@ -131,7 +131,7 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
             best = fastest[(c.problem, c.operator)]
             ratio = m.timing.median / best.timing.median
             interval = ""
-            if m is not best and (r := boot.ratio(best.cell.key, best.timing, c.key, m.timing)) is not None:
+            if m is not best and (r := boot.ratio(sample_key(best), best.timing, sample_key(m), m.timing)) is not None:
                 interval = f" [{r.low:.2f}–{r.high:.2f}]"
             what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
             emulated = m.support == "emulated"

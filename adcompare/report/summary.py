@@ -29,6 +29,11 @@ def operator_order(name: str) -> tuple[int, str]:
     return (order.index(name) if name in order else len(order), name)
 
 
+def sample_key(m: Measurement) -> str:
+    """The bootstrap's cache key for a cell's samples: the same cell timed on two machines has two sets."""
+    return f"{m.machine}:{m.cell.key}"
+
+
 def timed(m: Measurement) -> bool:
     return m.status is Status.OK and m.timing is not None and len(m.timing.samples) > 0
 
@@ -93,7 +98,7 @@ def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list
         if not ranked:
             continue
         best = ranked[0]
-        ratios = [bootstrap.ratio(best.cell.key, best.timing, m.cell.key, m.timing) for m in ranked[1:]]
+        ratios = [bootstrap.ratio(sample_key(best), best.timing, sample_key(m), m.timing) for m in ranked[1:]]
         tests = judge([(r, best.timing.samples, m.timing.samples) for r, m in zip(ratios, ranked[1:])])
         rivals = tuple(Rival(m, r, d) for m, r, d in zip(ranked[1:], ratios, tests))
         others = tuple(sorted((m for m in members if not timed(m)), key=entry))
