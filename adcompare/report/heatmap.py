@@ -160,7 +160,10 @@ def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, .
                        machine=machine and members[0].machine)
         where = f"{c.problem} — {columns[j]}"
         if not logs:
-            tiles[(i, j)] = Tile("✗", "#f4b6b6", f"{where}: no operator timed ({bad} cells)", link)
+            glyphs = {_glyph(m)[:2] for m in members}  # one kind (all unsupported, say) keeps its glyph
+            text, fill = glyphs.pop() if len(glyphs) == 1 else ("✗", "#f4b6b6")
+            tiles[(i, j)] = Tile(text, fill, f"{where}: no operator timed ({bad} cells: "
+                                 f"{', '.join(sorted({m.status.value for m in members}))})", link)
             continue
         mean = math.exp(sum(logs) / len(logs))
         extra = f", {bad} without a time" if bad else ""
@@ -173,27 +176,29 @@ def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, .
 
 def render(h: Heatmap) -> str:
     label_w = max(80, CHAR_W * max(len(r) for r in h.rows) + 12)
-    overhang = CHAR_W * max(len(c) for c in h.columns) * 0.87 - TILE_W / 2  # the last rotated column label
+    longest = CHAR_W * max(len(c) for c in h.columns)
+    overhang = longest * 0.87 - TILE_W / 2  # the last column label, rotated 30°
     width = max(label_w + TILE_W * len(h.columns) + max(10, overhang), 380)
-    height = HEAD_H + TILE_H * len(h.rows) + LEGEND_H
+    head = max(HEAD_H, round(30 + longest * 0.5 + 10))  # the column labels rise above the tiles, under the title
+    height = head + TILE_H * len(h.rows) + LEGEND_H
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width:.0f} {height}" '
            f'width="{width:.0f}" height="{height}" role="img" aria-label="{esc(h.title)}">',
            f'<text class="title" x="10" y="17">{esc(h.title)}</text>']
     for j, col in enumerate(h.columns):
         x = label_w + TILE_W * j + TILE_W / 2
-        out.append(f'<text class="tick" transform="translate({x:.0f},{HEAD_H - 6}) rotate(-30)">{esc(col)}</text>')
+        out.append(f'<text class="tick" transform="translate({x:.0f},{head - 6}) rotate(-30)">{esc(col)}</text>')
     for i, row in enumerate(h.rows):
-        out.append(f'<text class="tick" x="{label_w - 6:.0f}" y="{HEAD_H + TILE_H * i + 14}" '
+        out.append(f'<text class="tick" x="{label_w - 6:.0f}" y="{head + TILE_H * i + 14}" '
                    f'text-anchor="end">{esc(row)}</text>')
     for (i, j), t in sorted(h.tiles.items()):
-        x, y = label_w + TILE_W * j, HEAD_H + TILE_H * i
+        x, y = label_w + TILE_W * j, head + TILE_H * i
         ink = " dark" if t.fill in VIRIDIS and VIRIDIS.index(t.fill) >= 5 else ""
         dash = ' stroke="#000" stroke-dasharray="2 2"' if t.emulated else ""
         out.append(f'<a href="{esc(t.link)}"><rect x="{x:.0f}" y="{y}" width="{TILE_W - 2}" height="{TILE_H - 2}" '
                    f'fill="{t.fill}"{dash}><title>{esc(t.hover)}</title></rect>'
                    f'<text x="{x + TILE_W / 2 - 1:.0f}" y="{y + 13}" text-anchor="middle" '
                    f'class="tile{ink}">{esc(t.text)}</text></a>')
-    out += _legend(h, 10, HEAD_H + TILE_H * len(h.rows) + 10)
+    out += _legend(h, 10, head + TILE_H * len(h.rows) + 10)
     out.append("</svg>")
     return "".join(out)
 
