@@ -60,7 +60,9 @@ def test_run_then_compare(tmp_path, capsys):
             "--variant", "compiled", "--dtype", "float32", "--no-progress", "--threads", "1"]
     assert main(base + ["-o", str(a)]) == 0
     assert main(base + ["-o", str(b)]) == 0
-    capsys.readouterr()
+    printed = capsys.readouterr().out
+    assert "findings: none of the 7 seed claims was measured" in printed  # grad alone tests no seed claim
+    assert printed.index("findings") < printed.index(f"results: {b}")
     assert main(["compare", str(a), str(b), "--json"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert row["low"] <= row["ratio"] <= row["high"] and row["verdict"]

@@ -20,7 +20,9 @@ def test_figures_written_as_pdf_and_png_one_page_per_figure(tmp_path, capsys):
     figures = tmp_path / "figures"
     assert main(["report", str(FIXTURE / "cpu.jsonl"), str(FIXTURE / "gpu.jsonl"), "-o", str(tmp_path / "r"),
                  "--figures", str(figures)]) == 0
-    assert f"figures (PDF, PNG): {figures}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"figures (PDF, PNG): {figures}" in out
+    assert "confirmed seed 001" in out and out.index("findings (") < out.index("report: ")  # top findings, then path
     pdfs = sorted(p for p in figures.glob("*.pdf") if p.name != "figures.pdf")
     pngs = sorted(figures.glob("*.png"))
     assert [p.stem for p in pdfs] == [p.stem for p in pngs]
