@@ -18,8 +18,10 @@ first call minus steady-state median ("first call minus steady state").
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
+from statistics import NormalDist
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,19 +44,27 @@ class TimingPolicy:
     hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks
 
 
+@functools.lru_cache(maxsize=None)
+def _median_ranks(n: int, level: float) -> int:
+    """Largest k with P(k < B ≤ n − 1 − k) ≥ level for B ~ binomial(n, ½); exact up to n = 100, the normal
+    approximation above (it runs after every block, so it must stay cheap)."""
+    if n > 100:
+        return max(0, math.floor(n / 2 - NormalDist().inv_cdf((1 + level) / 2) * math.sqrt(n) / 2) - 1)
+    low, below = 0, math.comb(n, 0) / 2 ** n  # below = P(B ≤ low)
+    while low + 1 <= (n - 1) // 2:
+        nxt = below + math.comb(n, low + 1) / 2 ** n
+        if 1 - 2 * nxt < level:  # coverage of the next narrower interval, by symmetry 1 − 2·P(B ≤ k)
+            break
+        low, below = low + 1, nxt
+    return low
+
+
 def median_interval(samples: list[float], level: float = 0.95) -> tuple[float, float]:
     """Distribution-free interval for the median: order statistics x₍ₗ₎, x₍ᵤ₎ with binomial(n, ½) ranks, coverage
     ≥ `level` (for n = 7 that is the min and the max, 98 %)."""
     data = sorted(samples)
-    n = len(data)
-
-    def coverage(k: int) -> float:  # P(k < B ≤ n − 1 − k), B ~ binomial(n, ½): [x₍ₖ₎, x₍ₙ₋₁₋ₖ₎] holds the median
-        return sum(math.comb(n, i) for i in range(k + 1, n - k)) / 2 ** n
-
-    low = 0
-    while low + 1 <= (n - 1) // 2 and coverage(low + 1) >= level:
-        low += 1
-    return data[low], data[n - 1 - low]
+    low = _median_ranks(len(data), level)
+    return data[low], data[len(data) - 1 - low]
 
 
 def precise(samples: list[float], policy: TimingPolicy) -> bool:

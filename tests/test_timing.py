@@ -13,12 +13,18 @@ def _work():
     return float(np.sum(np.arange(2000.0) ** 2))
 
 
-@pytest.mark.parametrize("n", [7, 8, 10, 15, 20, 31, 50, 101])
+@pytest.mark.parametrize("n", [7, 8, 10, 15, 20, 31, 50, 100])
 def test_median_interval_ranks_cover_at_least_95_percent(n):
     low, high = median_interval(list(range(n)))
     assert low == n - 1 - high  # symmetric ranks
     assert binom.cdf(high, n, 0.5) - binom.cdf(low, n, 0.5) >= 0.95
     assert low + 1 > high - 1 or binom.cdf(high - 1, n, 0.5) - binom.cdf(low + 1, n, 0.5) < 0.95  # narrowest
+
+
+@pytest.mark.parametrize("n", [101, 300, 1000, 5000])
+def test_large_samples_use_a_normal_approximation_that_still_covers(n):
+    low, high = median_interval(list(range(n)))
+    assert 0.95 <= binom.cdf(high, n, 0.5) - binom.cdf(low, n, 0.5) < 0.98
 
 
 def test_precise_needs_min_samples_and_a_tight_interval():
