@@ -92,3 +92,10 @@ def test_top_lists_measured_findings_contradicted_first():
     ms = _seed001(0.5, 0.4) + [_m("selu", "n100", "value", "jax", "compiled", 1e-6),
                                 _m("selu", "n100", "value", "jax", "eager", 1e-4)]
     assert [(f.claim.seed, f.verdict) for f in top(findings(ms))] == [("001", CONTRADICTED), ("004", CONFIRMED)]
+
+
+def test_contexts_that_stop_at_a_smaller_size_do_not_dilute_the_claim():
+    smaller = [_m("exp_dot_loss", "n100", "jacfwd", "jax", "eager", 1e-4),
+               _m("exp_dot_loss", "n100", "jacrev", "jax", "eager", 1e-3)]  # opposite, but only at n100
+    f = _finding(_seed001(1e-4, 1e-3) + smaller)
+    assert f.verdict == CONFIRMED and "jax · eager" not in f.measured

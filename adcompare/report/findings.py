@@ -2,7 +2,8 @@
 
 A claim says one side is faster than others ("exp_dot_loss:jacrev" beats "exp_dot_loss:jacfwd"). For every
 context the results hold both sides in — one machine, device, dtype, adapter and (unless the sides name one)
-variant — the two are compared at the largest size both were timed at, with significance.py's test; the claim's
+variant — the two are compared at the largest size both were timed at, with significance.py's test; contexts that
+did not reach the largest size any context reached are left out (the claims are about large sizes). The claim's
 comparisons are one family for Holm's correction. A `grows` claim compares instead the ratio at the smallest and
 the largest common size (growth counts when the two bootstrap intervals do not overlap).
 
@@ -163,7 +164,12 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
             if slow is not None:
                 ctx = (machine, device, dtype, adapter, None if fast_variant else variant)
                 contexts[ctx][size] = (fast, slow)
+        # The claim is about the largest size measured: contexts timed only at smaller sizes are left out.
+        largest = {ctx: max(by_size, key=sort_key) for ctx, by_size in contexts.items()}
+        top_size = max(largest.values(), key=sort_key, default=None)
         for ctx, by_size in sorted(contexts.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
+            if largest[ctx] != top_size:
+                continue
             machine, device, dtype, adapter, variant = ctx
             label = " · ".join(p for p in (adapter, variant) if p)
             if len(several) > 1:
