@@ -135,7 +135,7 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
                 interval = f" [{r.low:.2f}–{r.high:.2f}]"
             what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
             emulated = m.support == "emulated"
-            tile = Tile(f"{ratio:.3g}" + ("~" if emulated else ""), colour(ratio, top),
+            tile = Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
                         f"{where}: {what}; median {seconds(m.timing.median)}" + (" (emulated)" if emulated else ""),
                         link, emulated)
         tiles[(row_index[(c.problem, c.operator)], col_index[entry(m)])] = tile
@@ -167,7 +167,7 @@ def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, .
             continue
         mean = math.exp(sum(logs) / len(logs))
         extra = f", {bad} without a time" if bad else ""
-        tiles[(i, j)] = Tile(f"{mean:.3g}", colour(mean, top),
+        tiles[(i, j)] = Tile(ratio_text(mean), colour(mean, top),
                              f"{where}: geometric mean ×{mean:.3g} vs the fastest over {len(logs)} operators at "
                              f"their largest size{extra}", link)
     return Heatmap(title + " (per problem: geometric mean over operators)", tuple(problems), columns, tiles, top,
@@ -203,16 +203,30 @@ def render(h: Heatmap) -> str:
     return "".join(out)
 
 
+def decade(d: int) -> str:
+    """Tick label of 10^d times: 1×, 10×, 100×, 10³×, …"""
+    return f"{10 ** d:,}×" if d < 3 else f"10{str(d).translate(SUPERSCRIPT)}×"
+
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def ratio_text(r: float) -> str:
+    """A tile's ratio in at most four characters: 1, 2.35, 41.3, 476, 1.3k, 33k."""
+    return f"{r:.3g}" if r < 1000 else f"{r / 1000:.2g}k"
+
+
 def _legend(h: Heatmap, x0: float, y0: float) -> list[str]:
     out = [f'<text class="tick" x="{x0}" y="{y0 + 12}">time ÷ fastest:</text>']
     x = x0 + 92
     decades = int(round(math.log10(h.top)))
-    step = 120 / max(1, decades)
+    width = max(120, 40 * decades)
+    step, swatch = width / max(1, decades), width / len(VIRIDIS)
     for k, fill in enumerate(VIRIDIS):
-        out.append(f'<rect x="{x + k * 12:.0f}" y="{y0}" width="12" height="14" fill="{fill}"/>')
+        out.append(f'<rect x="{x + k * swatch:.1f}" y="{y0}" width="{swatch + 0.5:.1f}" height="14" fill="{fill}"/>')
     for d in range(decades + 1):
         out.append(f'<text class="tick" x="{x + d * step:.0f}" y="{y0 + 26}" text-anchor="middle">'
-                   f'{10 ** d:,}×</text>')
+                   f'{decade(d)}</text>')
     return out
 
 

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from .heatmap import VIRIDIS, Heatmap
+from .heatmap import VIRIDIS, Heatmap, decade
 from .svgchart import Chart, Panel
 
 MARKERS = {"circle": "o", "square": "s", "diamond": "D", "triangle": "^", "down": "v", "cross": "x", "plus": "+"}
@@ -122,7 +122,7 @@ def heatmap_figure(h: Heatmap) -> Figure:
         spine.set_visible(False)
     mappable = ScalarMappable(norm=norm, cmap=ListedColormap(VIRIDIS))
     bar = fig.colorbar(mappable, ax=ax, location="bottom", shrink=0.6, aspect=30)
-    bar.set_ticks([10 ** d for d in range(decades + 1)], labels=[f"{10 ** d:,}×" for d in range(decades + 1)])
+    bar.set_ticks([10 ** d for d in range(decades + 1)], labels=[decade(d) for d in range(decades + 1)])
     bar.set_label("time ÷ fastest (log scale)")
     fig.suptitle(h.title, fontsize=10, fontweight="bold")
     return fig
