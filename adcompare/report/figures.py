@@ -46,8 +46,10 @@ def _lines(palette: Palette, cells: Iterable[Measurement], x: Callable[[Measurem
     for label in sorted(groups):
         ms = sorted(groups[label], key=x)
         points = [(x(m), y(m), hover(m)) for m in ms]
-        spread = [(x(m), m.timing.median - m.timing.iqr / 2, m.timing.median + m.timing.iqr / 2) for m in ms] \
-            if band else []
+        # IQR-wide band around the median, floored at the fastest sample: a noisy cell's median − IQR/2 can be
+        # negative, which would force the whole log axis linear.
+        spread = [(x(m), max(m.timing.median - m.timing.iqr / 2, m.timing.min), m.timing.median + m.timing.iqr / 2)
+                  for m in ms] if band else []
         out.append(Series(label, style(palette, ms[0]), points, spread))
     return out
 
