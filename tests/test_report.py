@@ -263,3 +263,21 @@ def test_heatmap_tile_opens_its_row_in_the_cell_table(built, tmp_path):
     shot = tmp_path / "overview.png"
     assert _chromium(tmp_path, index.resolve().as_uri(), f"--screenshot={shot}").returncode == 0
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
+    import json as _json
+
+    from adcompare.cell import Cell
+    from adcompare.measurement import Measurement
+    from adcompare.report import cells_table
+    from adcompare.status import Status
+
+    def shown(ms):
+        data = _json.loads(cells_table.payload(cells_table.rows(ms, {})))
+        return next(c["shown"] for c in data["columns"] if c["name"] == "device_peak_bytes")
+
+    cpu = Measurement(Cell("p", "n1", "grad", "jax", "eager", "cpu", "float32"), Status.OK)
+    gpu = Measurement(Cell("p", "n1", "grad", "jax", "eager", "cuda", "float32"), Status.OK, device_peak_bytes=4096)
+    assert not shown([cpu])
+    assert shown([cpu, gpu])
