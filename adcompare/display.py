@@ -195,3 +195,19 @@ def print_findings(console: Console, top, total: int) -> None:
     for f in top:
         console.print(f"  [{style[f.verdict]}]{f.verdict}[/] seed {f.claim.seed} “{f.claim.quote}” — {f.measured}",
                       highlight=False)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def print_suite_costs(console: Console, costs: Sequence[Any]) -> None:
+    """`adcompare list --suites`: cells, the modelled cost and what earlier results on this machine measured."""
+    table = Table(title="suites (cost on this machine)")
+    for col in ("suite", "cells", "to run", "estimated", "measured (this machine)"):
+        table.add_column(col, justify="left" if col in ("suite", "measured (this machine)") else "right")
+    for c in costs:
+        measured = (f"{_minutes(c.measured_seconds)} over {c.measured_cells} of {c.to_run} cells"
+                    if c.measured_cells else "— (pass --history RESULTS)")
+        table.add_row(c.suite, str(c.cells), str(c.to_run), _minutes(c.estimated_seconds), measured)
+    console.print(table)
