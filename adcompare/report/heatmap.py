@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ..bootstrap import Bootstrap
-from ..expectations import expected
+from ..expectations import EXPECTED_KEY, expected
 from ..measurement import Measurement
 from ..status import Status
 from . import sizes
@@ -73,9 +73,11 @@ def _glyph(m: Measurement) -> tuple[str, str, str] | None:
     """(glyph, fill, why) for a cell without a time, else None."""
     if timed(m):
         return None
-    known = expected(m.cell, True)
-    if known is not None and m.status is known[0]:
-        return "⊘", "#f3e3e3", f"failed as expected: {known[1]}"
+    why = m.details.get(EXPECTED_KEY)  # set by expectations.labelled when the CLI reports
+    if why is None and (known := expected(m.cell, True)) is not None and m.status is known[0]:
+        why = known[1]  # unlabelled results: the table's rules, without the problem's compilable flag
+    if why:
+        return "⊘", "#f3e3e3", f"failed as expected: {why}"
     if m.status is Status.UNSUPPORTED:
         return "–", "#eeeeee", f"unsupported: {m.message}"
     if m.status in NOT_RUN:
