@@ -88,7 +88,6 @@ def test_memory_limit_marks_cells_too_large_before_running(capsys):
     assert record["status"] == "too_large" and "exceeds the 0.1 GiB limit" in record["message"]
 
 
-<<<<<<< HEAD
 COMPARE = Path(__file__).parent / "fixtures" / "compare"
 
 
@@ -121,7 +120,8 @@ def test_compare_on_unusable_input_exits_2(tmp_path, capsys):
     assert main(["compare", str(empty), str(COMPARE / "honest_b.jsonl"), "--fail-above", "10"]) == 2
     assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "honest_b.jsonl"),
                  "--fail-above", "-5"]) == 2
-=======
+
+
 def test_run_labels_expected_failures_and_keeps_wide_tables_in_a_pipe(tmp_path):
     """Through a pipe, as a script would read it: the summary says 'expected', columns are not squeezed."""
     import subprocess
@@ -137,4 +137,3 @@ def test_run_labels_expected_failures_and_keeps_wide_tables_in_a_pipe(tmp_path):
     from adcompare.results import load
 
     assert "data-dependent" in load([out]).measurements[0].details["expected_failure"]
->>>>>>> main
