@@ -22,7 +22,9 @@ examples:
   adcompare run --suite full --executor slurm --shards 8 --slurm-exclusive -o full.jsonl
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
+  adcompare report results.jsonl --figures paper/   the same figures as PDF and PNG for a paper
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
+  adcompare compare main.jsonl pr.jsonl --fail-above 10   CI gate: exit 1 on a significant slowdown > 10 %
 """
 
 
@@ -137,15 +139,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")
     p.add_argument("results", nargs="*", help="results files (.jsonl) or pytest-benchmark JSON (.json)")
     p.add_argument("-o", "--output", help="report folder (default reports/<date-time>/)")
+    p.add_argument("--figures", metavar="DIR",
+                   help="also write every figure as PDF and PNG (matplotlib, paper style) into DIR; "
+                        "needs the extra: pip install 'adcompare[plot]'")
     p.add_argument("--latest", action="store_true",
                    help="report the newest results file in results/ (what `adcompare run` wrote with no -o)")
     _add_run_options(p)
     _add_plugin_option(p)
 
-    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval")
+    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval",
+                       epilog="exit 0: no regression; 1: with --fail-above, a cell is significantly slower by more "
+                              "than PCT; 2: unusable input (missing file, no timed cell in common)")
     p.add_argument("baseline")
     p.add_argument("candidate")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object per cell, offending cells first")
+    p.add_argument("--fail-above", type=float, metavar="PCT",
+                   help="CI gate: exit 1 when any matching cell is significantly slower by more than PCT percent "
+                        "(bootstrap interval, Holm-corrected rank test, effect > PCT)")
     return parser
 
 

@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 import dataclasses
 import datetime
+import importlib.util
 import json
 from pathlib import Path
 
@@ -188,13 +189,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline())
         measurements = [*measurements, *st.left_out]
     display.print_summary(out, measurements)
+    _print_findings(measurements)
     out.print(f"results: {args.output}")
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
+
+
+def _print_findings(measurements) -> None:
+    """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
+    from .report.findings import findings, top
+
+    found = findings(measurements)
+    display.print_findings(out, top(found), len(found))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import build
 
+    if args.figures and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--figures needs matplotlib, which is not installed; pip install 'adcompare[plot]'")
     registry = _registry(args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.output or f"reports/{stamp}")
@@ -214,20 +226,29 @@ def cmd_report(args: argparse.Namespace) -> int:
         results = load([path])
     results = replace(results, measurements=tuple(labelled(m, registry.problems) for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
-    index = build(results, out_dir, extra_sections=sections)
+    index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
+    _print_findings(results.measurements)
+    if args.figures:
+        out.print(f"figures (PDF, PNG): {args.figures}")
     out.print(f"report: {index}")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare
+    from .comparison import compare, regressions
+    from .significance import NOISE
 
-    rows = compare(load([args.baseline]), load([args.candidate]))
+    if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
+        raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
+    threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    rows = compare(load([args.baseline]), load([args.candidate]), threshold)
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
+    offending = regressions(rows) if args.fail_above is not None else []
+    rows = offending + [r for r in rows if r not in offending]
     if args.json:
         for r in rows:
-            print(json.dumps(r.to_json()))
+            print(json.dumps({**r.to_json(), "regression": r in offending}))
     else:
-        display.print_comparison(out, rows)
-    return 0
+        display.print_comparison(out, rows, offending, args.fail_above)
+    return 1 if offending else 0

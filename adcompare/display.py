@@ -163,18 +163,39 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 
-def print_comparison(console: Console, rows) -> None:
-    from .bootstrap import METHOD
+def print_comparison(console: Console, rows, offending=(), fail_above: float | None = None) -> None:
+    from .significance import METHOD
 
-    t = Table(title=f"candidate ÷ baseline median; {METHOD}", title_justify="left")
-    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "verdict"):
+    if offending:
+        console.print(f"[bold red]{len(offending)} cell(s) significantly slower by more than {fail_above:g} %:[/]")
+        for r in offending:
+            console.print(f"  [red]{r.cell.id}[/]  ×{r.change:.3f} [{r.ratio.low:.3f}–{r.ratio.high:.3f}]  "
+                          f"{seconds(r.baseline)} → {seconds(r.candidate)}", highlight=False)
+    t = Table(title=f"candidate ÷ baseline median. {METHOD}", title_justify="left")
+    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "p (Holm)", "verdict"):
         t.add_column(col)
     for r in rows:
         style = {"faster": "green", "slower": "red"}.get(r.verdict, "dim")
         interval = f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r.ratio else "—"
-        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.candidate / r.baseline:.3f}",
-                  interval, f"[{style}]{r.verdict}[/]")
+        p = f"{r.difference.p_holm:.2g}" if r.difference.p_holm is not None else "—"
+        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.change:.3f}",
+                  interval, p, f"[{style}]{r.verdict}[/]")
     console.print(t)
+    if fail_above is not None and not offending:
+        console.print(f"[green]no cell is significantly slower by more than {fail_above:g} %[/]")
+
+
+def print_findings(console: Console, top, total: int) -> None:
+    """One line per measured seed claim: verdict, seed, what was measured (contradicted first)."""
+    style = {"confirmed": "green", "contradicted": "red", "mixed": "yellow"}
+    if not top:
+        console.print(f"findings: none of the {total} seed claims was measured by this selection "
+                      f"(`adcompare report` runs the quick suite, which measures them)")
+        return
+    console.print(f"[bold]findings[/] ({len(top)} of {total} seed claims measured):")
+    for f in top:
+        console.print(f"  [{style[f.verdict]}]{f.verdict}[/] seed {f.claim.seed} “{f.claim.quote}” — {f.measured}",
+                      highlight=False)
 
 
 def _minutes(seconds: float) -> str:
