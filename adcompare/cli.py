@@ -19,6 +19,8 @@ examples:
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
+  adcompare run --adapter jax --env old="jax==0.9.2 jaxlib==0.9.2" --env new="jax==0.10.2 jaxlib==0.10.2" -o rel.jsonl
+  adcompare compare rel.jsonl                      each cell under new vs old: ratio, interval, values agree?
 """
 
 
@@ -31,7 +33,7 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("selection (each repeatable or comma-separated; default: all)")
     for name, meta in (("problem", "NAME"), ("size", "LABEL"), ("operator", "OP"), ("adapter", "NAME"),
                        ("variant", "NAME"), ("device", "cpu|cuda"), ("dtype", "float32|float64"),
-                       ("tag", "TAG")):
+                       ("tag", "TAG"), ("environment", "NAME")):
         g.add_argument(f"--{name}", action="append", metavar=meta)
     g.add_argument("--suite", default="quick", choices=["quick", "full"],
                    help="quick: small explicit cells (default); full: every size")
@@ -45,6 +47,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", type=float, metavar="GIB",
                    help="cells whose pre-flight memory estimate exceeds this are too_large (default: half the RAM)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_environment_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", metavar="NAME=REQUIREMENTS",
+                   help="run the adapters whose frameworks REQUIREMENTS pin (pip requirements, space-separated) in "
+                        "an isolated environment NAME, built once and cached (repeatable; `--env current` adds "
+                        "this interpreter); select with --environment NAME")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selectors(p)
     _add_run_options(p)
     p.add_argument("--json", action="store_true", help="one JSON object per cell instead of the matrix")
+    _add_environment_option(p)
     _add_plugin_option(p)
 
     p = sub.add_parser("run", help="check and time a selection of cells into a results file")
@@ -75,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="results.jsonl", help="results file (JSON Lines)")
     p.add_argument("--resume", action="store_true", help="keep finished cells of --output and run the rest")
     p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
+    _add_environment_option(p)
     _add_plugin_option(p)
 
     p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")
@@ -85,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval")
     p.add_argument("baseline")
-    p.add_argument("candidate")
+    p.add_argument("candidate", nargs="?",
+                   help="omit it to compare the environments of one run (--env) with each other")
+    p.add_argument("--baseline-environment", metavar="NAME",
+                   help="with one file: the environment the others are compared with (default: the first --env)")
     p.add_argument("--json", action="store_true")
     return parser
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from . import display, plugins, provenance, runner
+from . import display, environments, plugins, provenance, runner
 from .errors import UsageError
 from .expectations import expected_failure
 from .fingerprint import this_machine
@@ -28,10 +28,26 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     return registry
 
 
+def _distributions(registry: plugins.Registry) -> list[str]:
+    return [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
+
+
 def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
     """This run's header, with the machine fingerprint its records carry (versions of every known framework)."""
-    dists = [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
-    return provenance.collect(args.threads, this_machine(dists))
+    return provenance.collect(args.threads, this_machine(_distributions(registry)))
+
+
+def _build_environments(registry, args, header: dict) -> dict[str, environments.Environment]:
+    """The `--env` environments, built or taken from the cache; named in the header with their fingerprints."""
+    specs = environments.parse_options(getattr(args, "env", None) or ())
+    if not specs:
+        return {}
+    built = environments.build_all(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+    host = this_machine(())
+    header["environments"] = {
+        s.name: {**built[s.name].to_json(),
+                 "machine": built[s.name].machine(host, _distributions(registry)).to_json()} for s in specs}
+    return built
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -59,11 +75,18 @@ def _progress_callbacks(total: int, enabled: bool):
     return bar, progress
 
 
-def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset()):
+def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset(),
+             envs: dict[str, environments.Environment] | None = None):
+    envs = envs or {}
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
-                                policy={} if time_it else {})
+                                policy={} if time_it else {},
+                                interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
-    record = writer.add if writer else (lambda m: None)
+    machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()} if writer else {}
+    for name, machine in machines.items():
+        if name != environments.CURRENT:
+            writer.add_machine(machine)
+    record = (lambda m: writer.add(environments.stamp(m, machines))) if writer else (lambda m: None)
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:
         bar.start()
@@ -82,12 +105,15 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
 def _selection(args: argparse.Namespace) -> runner.Selection:
     return runner.Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
                             adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
-                            dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite)
+                            dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite,
+                            environments=_split(getattr(args, "environment", None)))
 
 
 def _plan(registry, selection, args):
     limit = int(args.memory_limit * 2**30) if args.memory_limit else None
-    plan = runner.plan(registry, selection, memory_limit=limit)
+    specs = environments.parse_options(getattr(args, "env", None) or ())
+    plan = runner.plan(registry, selection, memory_limit=limit, environments=specs)
+    environments.check_pins(specs, [registry.adapters[a] for a in selection.adapters or registry.adapters])
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:
@@ -98,7 +124,8 @@ def _plan(registry, selection, args):
 def cmd_check(args: argparse.Namespace) -> int:
     registry = _registry(args)
     plan = _plan(registry, _selection(args), args)
-    measurements = _execute(registry, plan, args, time_it=False, writer=None)
+    envs = _build_environments(registry, args, {})
+    measurements = _execute(registry, plan, args, time_it=False, writer=None, envs=envs)
     expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
     if args.json:
         for m in measurements:
@@ -131,8 +158,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if not args.resume and Path(args.output).exists():
         err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")
-    with ResultsWriter(args.output, _provenance(registry, args), resume=args.resume) as writer:
-        measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip)
+    header = _provenance(registry, args)
+    envs = _build_environments(registry, args, header)
+    with ResultsWriter(args.output, header, resume=args.resume) as writer:
+        measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip, envs=envs)
     display.print_summary(out, measurements)
     out.print(f"results: {args.output}")
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
@@ -159,8 +188,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare
+    from .comparison import compare, pair_environments
 
+    if args.candidate is None:
+        return _compare_environments(pair_environments(load([args.baseline]), args.baseline_environment), args)
     rows = compare(load([args.baseline]), load([args.candidate]))
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
@@ -170,3 +201,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         display.print_comparison(out, rows)
     return 0
+
+
+def _compare_environments(pairs, args: argparse.Namespace) -> int:
+    """One results file over several environments: exit 1 when a derivative differs between releases."""
+    if not pairs:
+        raise UsageError(f"{args.baseline} holds one environment only; compare two files, or run with two --env")
+    if args.json:
+        for pair in pairs:
+            print(json.dumps(pair.to_json()))
+    else:
+        display.print_environment_pairs(out, pairs)
+    return 1 if any(pair.values_agree is False for pair in pairs) else 0

@@ -174,3 +174,32 @@ def print_comparison(console: Console, rows) -> None:
         t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.candidate / r.baseline:.3f}",
                   interval, f"[{style}]{r.verdict}[/]")
     console.print(t)
+
+
+def versions_text(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items())) or "—"
+
+
+def print_environment_pairs(console: Console, pairs) -> None:
+    """`adcompare compare` on one run over several environments: each cell under two releases."""
+    from .bootstrap import METHOD
+
+    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {METHOD}; values: the "
+                    f"seeded projections of the two derivatives agree within the cell's tolerance",
+              title_justify="left")
+    for col in ("cell", "baseline", "candidate", "baseline median", "candidate median", "ratio", "95% interval",
+                "verdict", "values"):
+        t.add_column(col)
+    for p in pairs:
+        b, c, r = p.baseline, p.candidate, p.timing
+        before, after = p.changed_versions
+        style = {"faster": "green", "slower": "red"}.get(p.verdict, "dim")
+        values = ("[dim]not checked in both[/]" if p.values_agree is None else "[green]agree[/]" if p.values_agree
+                  else f"[red]differ ({p.projection_error:.1e})[/]")
+        t.add_row(escape(b.cell.id), escape(f"{b.cell.environment} ({versions_text(before)})"),
+                  escape(f"{c.cell.environment} ({versions_text(after)})"),
+                  seconds(r.baseline) if r else b.status.value, seconds(r.candidate) if r else c.status.value,
+                  f"{r.candidate / r.baseline:.3f}" if r else "—",
+                  f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r and r.ratio else "—", f"[{style}]{p.verdict}[/]",
+                  values)
+    console.print(t)

@@ -11,10 +11,11 @@ import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .cell import Cell
+from .cell import CURRENT, Cell
+from .environments import EnvironmentSpec, in_environments
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
 from .operators import OPERATORS, applicable
@@ -42,6 +43,7 @@ class Selection:
     dtypes: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     suite: str = "quick"
+    environments: tuple[str, ...] = ()  # names from `--env` (or "current"), see environments.py
 
 
 @dataclass(frozen=True)
@@ -104,9 +106,10 @@ def _size_order(problem: Problem) -> dict[str, int]:
     return {s.label: i for i, s in enumerate(sorted(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)))}
 
 
-def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None) -> Plan:
+def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
+         environments: Sequence[EnvironmentSpec] = ()) -> Plan:
     """The cells to run, and those decided without running (unsupported, or too large for `memory_limit` bytes,
-    default half the machine's memory)."""
+    default half the machine's memory); each once per environment that runs its adapter (environments.py)."""
     if sel.suite not in SUITES:
         raise unknown("suite", sel.suite, SUITES)
     _check_names("operator", sel.operators, OPERATORS)
@@ -169,8 +172,13 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
                                     continue
                                 cells.append(cell)
 
+    if environments or sel.environments:
+        cells = in_environments(cells, registry.adapters, environments, sel.environments)
+        decided = [replace(m, cell=c) for m in decided
+                   for c in in_environments([m.cell], registry.adapters, environments, sel.environments)]
+
     def order_key(c: Cell):
-        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant,
+        return (c.adapter, c.dtype, c.device, c.environment, c.problem, c.operator, c.variant,
                 _size_order(registry.problems[c.problem])[c.size])
 
     return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
@@ -178,7 +186,7 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
 
 def estimate_seconds(registry: Registry, p: Plan) -> float:
     """A rough wall-time estimate: worker start-ups plus a per-cell cost by variant (for --dry-run)."""
-    groups = {(c.adapter, c.dtype, c.device) for c in p.cells}
+    groups = {(c.adapter, c.dtype, c.device, c.environment) for c in p.cells}
     total = 5.0 * len(groups)
     for c in p.cells:
         slow = c.variant in registry.adapters[c.adapter].slow_variants
@@ -193,6 +201,7 @@ class RunOptions:
     time_it: bool = True
     policy: dict = field(default_factory=dict)
     cache_dir: Path | None = None
+    interpreters: dict[str, str] = field(default_factory=dict)  # environment name → its Python (not `current`)
 
 
 def run(registry: Registry, p: Plan, options: RunOptions, *,
@@ -214,13 +223,14 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
             progress(None, m)
     own_cache = options.cache_dir is None  # a per-run compiler cache, removed at the end unless the user gave one
     cache_dir = options.cache_dir or Path(tempfile.mkdtemp(prefix="adcompare-cache-"))
-    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
-            groups[(c.adapter, c.dtype, c.device)].append(c)
+            groups[(c.adapter, c.dtype, c.device, c.environment)].append(c)
     try:
-        for (adapter, dtype, device), cells in groups.items():
-            worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir)
+        for (adapter, dtype, device, environment), cells in groups.items():
+            worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir,
+                                   interpreter=options.interpreters.get(environment))
             with worker:
                 for m in _run_group(worker, cells, options, on_worker, progress):
                     record(m)
@@ -249,7 +259,10 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
             except RuntimeError as exc:  # the worker failed to start
                 m = Measurement(cell, Status.CRASHED, str(exc))
             if worker.starts != started and worker.info is not None:
-                on_worker(worker.info)
+                named = cell.environment != CURRENT
+                on_worker({**worker.info, "environment": cell.environment} if named else worker.info)
+            if worker.info is not None and not m.versions:
+                m = replace(m, versions=dict(worker.info.get("versions") or {}))
             if m.status is Status.TIMEOUT:
                 timed_out[family] = cell.size
         yield m

@@ -60,6 +60,7 @@ class WorkerProcess:
     plugins: tuple[str, ...] = ()
     cache_dir: Path | None = None
     startup_timeout: float = 300.0
+    interpreter: str | None = None  # the environment's Python (environments.py); None: this interpreter
     info: dict[str, Any] | None = None  # the worker's first record
     starts: int = 0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -75,7 +76,7 @@ class WorkerProcess:
     def start(self) -> dict[str, Any]:
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
-        cmd = [sys.executable, "-m", "adcompare.worker", "--adapter", self.adapter, "--dtype", self.dtype,
+        cmd = [self.interpreter or sys.executable, "-m", "adcompare.worker", "--adapter", self.adapter, "--dtype", self.dtype,
                "--device", self.device, "--threads", str(self.threads), "--result-fd", str(write_fd)]
         for p in self.plugins:
             cmd += ["--plugin", p]
