@@ -7,10 +7,10 @@ The interval is bootstrap.py's (the report's "no clear winner" uses the same one
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .bootstrap import Bootstrap, Ratio
-from .cell import FIELDS, Cell
+from .cell import CURRENT, Cell
 from .check import scaled_error
 from .errors import UsageError
 from .measurement import Measurement
@@ -68,6 +68,11 @@ class EnvironmentPair:
     timing: ComparisonRow | None  # None when a side was not timed (failed, unsupported, check only)
 
     @property
+    def cell(self) -> Cell:
+        """The cell both sides ran, named without an environment."""
+        return replace(self.baseline.cell, environment=CURRENT)
+
+    @property
     def projection_error(self) -> float | None:
         """Scaled difference of the two cells' seeded projections (check.py); None when a side has none."""
         a, b = self.baseline.check, self.candidate.check
@@ -98,7 +103,7 @@ class EnvironmentPair:
         timing = self.timing.to_json() if self.timing else {}
         timing.pop("cell", None)
         timing.pop("key", None)
-        return {"cell": dict(zip(FIELDS, b.cell.across_environments)), "baseline_environment": b.cell.environment,
+        return {"cell": self.cell.to_json(), "baseline_environment": b.cell.environment,
                 "candidate_environment": c.cell.environment, "baseline_versions": b.versions,
                 "candidate_versions": c.versions, "baseline_status": b.status.value,
                 "candidate_status": c.status.value, **timing, "verdict": self.verdict,

@@ -196,7 +196,7 @@ def print_environment_pairs(console: Console, pairs) -> None:
         style = {"faster": "green", "slower": "red"}.get(p.verdict, "dim")
         values = ("[dim]not checked in both[/]" if p.values_agree is None else "[green]agree[/]" if p.values_agree
                   else f"[red]differ ({p.projection_error:.1e})[/]")
-        t.add_row(escape(b.cell.id), escape(f"{b.cell.environment} ({versions_text(before)})"),
+        t.add_row(escape(p.cell.id), escape(f"{b.cell.environment} ({versions_text(before)})"),
                   escape(f"{c.cell.environment} ({versions_text(after)})"),
                   seconds(r.baseline) if r else b.status.value, seconds(r.candidate) if r else c.status.value,
                   f"{r.candidate / r.baseline:.3f}" if r else "—",

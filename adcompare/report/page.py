@@ -24,7 +24,7 @@ from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
 from .. import bootstrap
-from . import cells_table, compile_cost, correctness, figures, relative_cost, summary
+from . import cells_table, compile_cost, correctness, environments, figures, relative_cost, summary
 from .dimensions import Dimensions
 from .svgchart import Palette
 
@@ -212,8 +212,12 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     # apart by the device already).
     shared_device = len({(m.machine, m.cell.device) for m in ms}) > len({m.cell.device for m in ms})
 
+    several_environments = len({m.cell.environment for m in ms}) > 1  # `run --env`: name each in titles
+
     def machine_label(m: Measurement) -> str:
-        return labels.get(m.machine, m.machine) if shared_device else ""
+        label = labels.get(m.machine, m.machine) if shared_device else ""
+        return " · ".join(filter(None, (label, f"environment {m.cell.environment}" if several_environments
+                                        else "")))
 
     by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
@@ -235,10 +239,11 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
             compiling.append(Figure(title, svg))
     clock.mark("figures")
 
-    table = cells_table.rows(ms, jo)
-    csv_text = cells_table.to_csv(table)
+    columns = cells_table.columns_for(ms)
+    table = cells_table.rows(ms, jo, columns)
+    csv_text = cells_table.to_csv(table, columns)
     (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
-    payload = cells_table.payload(table)
+    payload = cells_table.payload(table, columns)
     clock.mark("table")
 
     context = {
@@ -269,7 +274,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "colour": palette.colour,
         "adapter_index": {a: i for i, a in enumerate(adapters)},
         "payload": payload,
-        "extra_sections": list(extra_sections),
+        "extra_sections": [*environments.sections(results, seconds), *extra_sections],
         "css": _asset("report.css"),
         "script": _asset("report.js"),
         "csv_bytes": len(csv_text.encode()),
