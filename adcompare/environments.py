@@ -281,7 +281,8 @@ def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Install
 
 def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: str) -> str:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600,
+                              cwd=tempfile.gettempdir())  # not a source tree: its packages would shadow the env's
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {exc}") from exc
     if done.returncode != 0:

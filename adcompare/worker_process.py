@@ -42,6 +42,11 @@ def worker_environment(threads: int, cache_dir: Path | None) -> dict[str, str]:
     return env
 
 
+# Another environment's Python runs its own adcompare, never a source tree in the working directory, which
+# `python -m` would put first on sys.path (Python 3.10 has no -P).
+SAFE_PATH_LAUNCH = "import runpy, sys; del sys.path[0]; runpy.run_module('adcompare.worker', run_name='__main__')"
+
+
 def _signal_name(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -76,7 +81,11 @@ class WorkerProcess:
     def start(self) -> dict[str, Any]:
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
-        cmd = [self.interpreter or sys.executable, "-m", "adcompare.worker", "--adapter", self.adapter, "--dtype", self.dtype,
+        if self.interpreter:
+            launch = [self.interpreter, "-c", SAFE_PATH_LAUNCH]
+        else:
+            launch = [sys.executable, "-m", "adcompare.worker"]
+        cmd = [*launch, "--adapter", self.adapter, "--dtype", self.dtype,
                "--device", self.device, "--threads", str(self.threads), "--result-fd", str(write_fd)]
         for p in self.plugins:
             cmd += ["--plugin", p]
