@@ -59,13 +59,14 @@ class EnvironmentSpec:
             return cls(CURRENT)
         if not sep or not _NAME.fullmatch(name):
             raise EnvironmentSetupError(f"--env {text!r}: expected NAME=REQUIREMENTS, e.g. --env new=\"jax==0.10.2 "
-                                    f"jaxlib==0.10.2\" (NAME: letters, digits, _ . -), or --env current")
+                                        f"jaxlib==0.10.2\" (NAME: letters, digits, _ . -), or --env current")
         if name == CURRENT:
             raise EnvironmentSetupError(f"--env {text!r}: 'current' is the interpreter adcompare runs in and takes no "
-                                    f"requirements; pick another name")
+                                        f"requirements; pick another name")
         requirements = tuple(shlex.split(reqs))
         if not requirements:
-            raise EnvironmentSetupError(f"--env {text!r}: no requirements; name at least one, e.g. {name}=\"jax==0.10.2\"")
+            raise EnvironmentSetupError(f"--env {text!r}: no requirements; name at least one, "
+                                        f"e.g. {name}=\"jax==0.10.2\"")
         return cls(name, requirements)
 
     @property
@@ -97,7 +98,8 @@ def check_pins(specs: Sequence[EnvironmentSpec], adapters: Iterable[Adapter]) ->
     for spec in specs:
         if spec.name != CURRENT and not any(spec.pins(a) for a in adapters):
             raise EnvironmentSetupError(f"--env {spec.name!r} pins none of the selected adapters' frameworks "
-                                    f"({', '.join(frameworks)}); add one, e.g. {spec.name}=\"{frameworks[0]}==VERSION\"")
+                                        f"({', '.join(frameworks)}); add one, "
+                                        f"e.g. {spec.name}=\"{frameworks[0]}==VERSION\"")
 
 
 def in_environments(cells: Sequence[Cell], adapters: dict[str, Adapter], specs: Sequence[EnvironmentSpec],
@@ -108,8 +110,8 @@ def in_environments(cells: Sequence[Cell], adapters: dict[str, Adapter], specs: 
     for name in selected:
         if name not in known and name != CURRENT:
             raise EnvironmentSetupError(f"--environment {name!r} is not defined in this run (environments: "
-                                    f"{', '.join(dict.fromkeys([CURRENT, *known]))}); define it with "
-                                    f"--env {name}=REQUIREMENTS")
+                                        f"{', '.join(dict.fromkeys([CURRENT, *known]))}); define it with "
+                                        f"--env {name}=REQUIREMENTS")
     out = []
     for cell in cells:
         names = [s.name for s in specs if s.pins(adapters[cell.adapter])] or [CURRENT]
@@ -177,8 +179,8 @@ def adcompare_source() -> Path:
         if pyproject.is_file() and re.search(r'^name\s*=\s*"adcompare"', pyproject.read_text(), re.M):
             return root
     raise EnvironmentSetupError(f"--env installs adcompare's own source into each environment, but none was found "
-                            f"next to {adcompare.__file__}; install adcompare from a source checkout "
-                            f"(pip install -e PATH) to use --env")
+                                f"next to {adcompare.__file__}; install adcompare from a source checkout "
+                                f"(pip install -e PATH) to use --env")
 
 
 def source_digest(root: Path) -> str:
@@ -287,7 +289,7 @@ def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: s
         raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {exc}") from exc
     if done.returncode != 0:
         raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {_first_error(done.stderr + done.stdout)}; "
-                                f"fix the requirement")
+                                    f"fix the requirement")
     return done.stdout
 
 

@@ -73,15 +73,17 @@ def _check_names(kind: str, asked: Iterable[str], valid: Iterable[str]) -> None:
             raise unknown(kind, name, valid)
 
 
-def usable_adapters(registry: Registry, asked: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Adapters to run and notes on those left out; raises when a required or named one is unusable."""
+def usable_adapters(registry: Registry, asked: Sequence[str],
+                    elsewhere: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """Adapters to run and notes on those left out; raises when a required or named one is unusable. Adapters in
+    `elsewhere` run in an environment of their own (`--env`), so need not be installed here."""
     _check_names("adapter", asked, registry.adapters)
     required = required_frameworks()
     _check_names("framework in ADCOMPARE_REQUIRE", required, registry.adapters)
     names, notes = [], []
     for name in asked or sorted(registry.adapters):
         avail = registry.adapters[name].available()
-        if avail.installed:
+        if avail.installed or name in elsewhere:
             names.append(name)
         elif name in required:
             raise RequiredFrameworkMissing(f"ADCOMPARE_REQUIRE names {name!r} but {avail.reason}")
@@ -115,7 +117,9 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
     _check_names("operator", sel.operators, OPERATORS)
     _check_names("dtype", sel.dtypes, DTYPES)
     _check_names("device", sel.devices, DEVICES)
-    adapters, notes = usable_adapters(registry, sel.adapters)
+    elsewhere = frozenset(n for n, a in registry.adapters.items()
+                          if any(s.pins(a) for s in environments if s.name != CURRENT))
+    adapters, notes = usable_adapters(registry, sel.adapters, elsewhere)
     all_variants = set(STANDARD_VARIANTS).union(*(registry.adapters[a].variants for a in registry.adapters))
     _check_names("variant", sel.variants, all_variants)
     problems = _problems(registry, sel)
