@@ -195,21 +195,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = compare(load([args.baseline]), load([args.candidate]))
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
+    _print_rows(rows, args, display.print_comparison)
+    return 0
+
+
+def _print_rows(rows, args: argparse.Namespace, table) -> None:
+    """One JSON object per row with --json, else the terminal table."""
     if args.json:
         for r in rows:
             print(json.dumps(r.to_json()))
     else:
-        display.print_comparison(out, rows)
-    return 0
+        table(out, rows)
 
 
 def _compare_environments(pairs, args: argparse.Namespace) -> int:
     """One results file over several environments: exit 1 when a derivative differs between releases."""
     if not pairs:
         raise UsageError(f"{args.baseline} holds one environment only; compare two files, or run with two --env")
-    if args.json:
-        for pair in pairs:
-            print(json.dumps(pair.to_json()))
-    else:
-        display.print_environment_pairs(out, pairs)
+    _print_rows(pairs, args, display.print_environment_pairs)
     return 1 if any(pair.values_agree is False for pair in pairs) else 0
