@@ -82,10 +82,10 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
                                 policy={} if time_it else {},
                                 interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
-    machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()} if writer else {}
-    for name, machine in machines.items():
-        if name != environments.CURRENT:
-            writer.add_machine(machine)
+    machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()
+                if n != environments.CURRENT} if writer else {}
+    for machine in machines.values():
+        writer.add_machine(machine)
     record = (lambda m: writer.add(environments.stamp(m, machines))) if writer else (lambda m: None)
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:

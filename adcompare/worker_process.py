@@ -43,8 +43,9 @@ def worker_environment(threads: int, cache_dir: Path | None) -> dict[str, str]:
 
 
 # Another environment's Python runs its own adcompare, never a source tree in the working directory, which
-# `python -m` would put first on sys.path (Python 3.10 has no -P).
-SAFE_PATH_LAUNCH = "import runpy, sys; del sys.path[0]; runpy.run_module('adcompare.worker', run_name='__main__')"
+# `python -m` would put first on sys.path (`-c` puts it there as '', which this drops; Python 3.10 has no -P).
+SAFE_PATH_LAUNCH = ("import runpy, sys; sys.path[:] = [p for p in sys.path if p]; "
+                    "runpy.run_module('adcompare.worker', run_name='__main__')")
 
 
 def _signal_name(returncode: int) -> str:

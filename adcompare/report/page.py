@@ -151,6 +151,7 @@ def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
         "operators": sorted({m.cell.operator for m in ms}, key=summary.operator_order),
         "devices": distinct("device"),
         "dtypes": distinct("dtype"),
+        "environments": distinct("environment"),  # listed only when several (`run --env`)
         "statuses": [(s, statuses[s], MEANINGS[s]) for s in Status if statuses[s]],
         "emulated": sum(m.support == "emulated" for m in ms),
     }
