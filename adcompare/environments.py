@@ -237,10 +237,11 @@ def _python(path: Path) -> Path:
 
 
 def _first_error(output: str) -> str:
+    """pip's first `ERROR:` line, or uv's `× …` line with the reason under it, as one line."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.lower().startswith(("error:", "×"))]
-    text = (errors or lines or ["(no output)"])[0]
-    return re.sub(r"^(ERROR:|error:|×)\s*", "", text)[:400]
+    at = next((i for i, ln in enumerate(lines) if ln.lower().startswith(("error:", "×"))), 0)
+    text = " ".join(lines[at:at + 2]) if lines[at:at + 2] and lines[at].endswith(":") else (lines or [""])[at]
+    return re.sub(r"^(ERROR:|error:|×)\s*|╰─▶\s*", "", text).strip()[:400] or "(no output)"
 
 
 _INSTALLED = ("import importlib.metadata as m, json; "

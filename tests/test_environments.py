@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,23 @@ def test_one_environment_keeps_the_table_it_had(release_run):
 
     old = [m for m in load([release_run]).measurements if m.cell.environment == "old"]
     assert cells_table.columns_for(old) == cells_table.COLUMNS
+
+
+def test_installer_errors_become_one_line():
+    pip = ("WARNING: ignored\nERROR: Could not find a version that satisfies the requirement jax==0.0.1 (from "
+           "versions: 0.9.2)\nERROR: No matching distribution found for jax==0.0.1\n")
+    uv = ("  × No solution found when resolving dependencies:\n  ╰─▶ Because there is no version of jax==0.0.1 and "
+          "you require jax==0.0.1, we can conclude that your requirements are unsatisfiable.\n")
+    assert environments._first_error(pip) == ("Could not find a version that satisfies the requirement jax==0.0.1 "
+                                              "(from versions: 0.9.2)")
+    assert environments._first_error(uv).startswith("No solution found when resolving dependencies: Because there")
+
+
+@needs_index
+@pytest.mark.skipif(environments.Installer.find().uv is None, reason="uv is not on PATH (venv + pip is used)")
+def test_uv_builds_an_isolated_environment_without_downloading_python(tmp_path):
+    env = environments.build(EnvironmentSpec("old", (f"autograd=={OLD}",)), root=tmp_path)
+    assert env.installed["autograd"] == OLD and "torch" not in env.installed
+    cfg = (Path(env.path) / "pyvenv.cfg").read_text()
+    assert "uv = " in cfg  # built by uv, from this interpreter's Python, not one uv fetched
+    assert f"home = {Path(environments._base_interpreter()).parent}" in cfg
