@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cell import CURRENT, Cell
 from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
@@ -110,6 +111,11 @@ def _mark(m: Measurement, expected: bool = False) -> str:
     return f"[red]✗ {m.status.value}[/]"
 
 
+def where(cell: Cell) -> str:
+    """The adapter, with its environment when that is not `current` (`run --env`): autograd@old."""
+    return cell.adapter if cell.environment == CURRENT else f"{cell.adapter}@{cell.environment}"
+
+
 def print_check_matrix(console: Console, measurements: Sequence[Measurement],
                        expected: dict[str, str] | None = None) -> None:
     """One table per (problem, size, dtype): operators down, adapter/variant across; then failures, by kind."""
@@ -118,7 +124,7 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
     for m in measurements:
         groups[(m.cell.problem, m.cell.size, m.cell.dtype, m.cell.device)].append(m)
     for (problem, size, dtype, device), ms in sorted(groups.items()):
-        columns = sorted({(m.cell.adapter, m.cell.variant) for m in ms})
+        columns = sorted({(where(m.cell), m.cell.variant) for m in ms})
         ops = [op for op in OPERATORS if any(m.cell.operator == op for m in ms)]
         tol = next((m.check.tolerance for m in ms if m.check), None)
         title = f"{problem} {size} {dtype} {device}" + (f" — tolerance {tol:.0e}" if tol else "")
@@ -126,7 +132,7 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
         t.add_column("operator")
         for a, v in columns:
             t.add_column(f"{a}\n{v}")
-        index = {(m.cell.operator, m.cell.adapter, m.cell.variant): m for m in ms}
+        index = {(m.cell.operator, where(m.cell), m.cell.variant): m for m in ms}
         for op in ops:
             t.add_row(op, *(_mark(index[(op, a, v)], index[(op, a, v)].cell.key in expected)
                             if (op, a, v) in index else "" for a, v in columns))
@@ -151,7 +157,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     for m in sorted(measurements, key=lambda m: m.cell):
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
-        t.add_row(c.problem, c.size, c.operator, c.adapter, c.variant, c.dtype, c.device,
+        t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
                   f"[{style}]{m.status.value}[/]", seconds(tm.median if tm else None),
                   seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")

@@ -166,6 +166,7 @@ def test_report_shows_the_environment_dimension(release_run, tmp_path):
     html = (tmp_path / "report" / "index.html").read_text()
     assert "Environments side by side" in html
     assert f"old (autograd {OLD})" in html and f"new (autograd {NEW})" in html
+    assert "autograd · eager @old" in html and "autograd · eager @new" in html  # matrix columns, legends
     csv_head = (tmp_path / "report" / "results.csv").read_text().splitlines()[0].split(",")
     assert csv_head[:8] == ["problem", "size", "operator", "adapter", "variant", "device", "dtype", "environment"]
     assert "--environment new" in (tmp_path / "report" / "results.csv").read_text()
