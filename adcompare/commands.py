@@ -155,6 +155,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.print(f"{plan.total} cells: {len(todo)} to run, {len(plan.decided)} decided without running "
                   f"(unsupported/too large), {len(skip)} already in {args.output}; "
                   f"estimated {seconds / 60:.1f} min")
+        for spec in environments.parse_options(args.env or ()):
+            out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0
     if not args.resume and Path(args.output).exists():
         err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")

@@ -282,6 +282,15 @@ def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Install
     return Environment(spec.name, str(python), spec.requirements, dict(data["installed"]), str(path))
 
 
+def describe(spec: EnvironmentSpec) -> str:
+    """For --dry-run: where the environment lives and whether a run would build it first."""
+    if spec.name == CURRENT:
+        return f"this interpreter, {sys.executable}"
+    path = cache_root() / environment_key(spec)
+    state = "cached" if path.is_dir() else "to build"
+    return f"{' '.join(spec.requirements)} ({state}: {path})"
+
+
 def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: str) -> str:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600,

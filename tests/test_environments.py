@@ -106,7 +106,11 @@ def release_run(tmp_path_factory):
     return out
 
 
-def test_environments_are_built_once_and_isolated(release_run):
+def test_environments_are_built_once_and_isolated(release_run, capsys):
+    capsys.readouterr()
+    assert main(["run", *SELECT, *ENVS, "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "6 cells: 6 to run" in out and out.count("(cached: ") == 2  # grad, vjp, jvp in each of old and new
     said = []
     env = environments.build(EnvironmentSpec("old", (f"autograd=={OLD}",)), say=said.append)
     assert said == []  # cached by the run: nothing built again
