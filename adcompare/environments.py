@@ -266,7 +266,7 @@ def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Install
         try:
             _run(spec, installer.create(partial), installer, what="create a virtual environment")
             _run(spec, installer.install(_python(partial), [*spec.requirements, *core_requirements()]), installer,
-                 what=f"install {' '.join(spec.requirements)}")
+                 what=f"install {' '.join(spec.requirements)}", fix="fix the requirement")
             if not path.is_dir():  # another run may have finished the same build meanwhile: keep the first
                 partial.rename(path)  # complete or absent: a build killed half-way is never reused
         finally:
@@ -291,15 +291,16 @@ def describe(spec: EnvironmentSpec) -> str:
     return f"{' '.join(spec.requirements)} ({state}: {path})"
 
 
-def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: str) -> str:
+def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: str,
+         fix: str = "") -> str:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600,
                               cwd=tempfile.gettempdir())  # not a source tree: its packages would shadow the env's
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {exc}") from exc
     if done.returncode != 0:
-        raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {_first_error(done.stderr + done.stdout)}; "
-                                    f"fix the requirement")
+        raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {_first_error(done.stderr + done.stdout)}"
+                                    + (f"; {fix}" if fix else ""))
     return done.stdout
 
 

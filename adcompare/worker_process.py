@@ -83,8 +83,11 @@ class WorkerProcess:
     def start(self) -> dict[str, Any]:
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
+        env = worker_environment(self.threads, self.cache_dir)
         if self.interpreter:
             launch = [self.interpreter, "-c", SAFE_PATH_LAUNCH]
+            for name in ("PYTHONPATH", "PYTHONHOME"):  # e.g. an HPC module's site-packages would shadow the env's
+                env.pop(name, None)
         else:
             launch = [sys.executable, "-m", "adcompare.worker"]
         cmd = [*launch, "--adapter", self.adapter, "--dtype", self.dtype,
@@ -92,7 +95,7 @@ class WorkerProcess:
         for p in self.plugins:
             cmd += ["--plugin", p]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-                                      pass_fds=(write_fd,), env=worker_environment(self.threads, self.cache_dir),
+                                      pass_fds=(write_fd,), env=env,
                                       start_new_session=True)
         os.close(write_fd)
         self._reader, self._buffer = read_fd, b""

@@ -121,6 +121,19 @@ def test_environments_are_built_once_and_isolated(release_run, capsys):
     assert "No module named 'torch'" in probe.stderr
 
 
+def test_an_environment_worker_ignores_the_parents_python_path(release_run, monkeypatch):
+    import autograd
+
+    from adcompare.worker_process import WorkerProcess
+
+    parent = str(Path(autograd.__file__).parent.parent)  # this interpreter's site-packages, autograd 1.9.1 in it
+    monkeypatch.setenv("PYTHONPATH", parent)
+    env = environments.build(EnvironmentSpec("old", (f"autograd=={OLD}",)))
+    with WorkerProcess("autograd", "float64", "cpu", 1, interpreter=env.python) as worker:
+        info = worker.start()
+    assert info["versions"]["autograd"] == OLD and info["unavailable"] is None
+
+
 def test_each_cell_records_its_environment_and_loaded_versions(release_run):
     results = load([release_run])
     ran = [m for m in results.measurements if m.timing is not None]
@@ -186,8 +199,8 @@ def test_one_environment_keeps_the_table_it_had(release_run):
 def test_installer_errors_become_one_line():
     pip = ("WARNING: ignored\nERROR: Could not find a version that satisfies the requirement jax==0.0.1 (from "
            "versions: 0.9.2)\nERROR: No matching distribution found for jax==0.0.1\n")
-    uv = ("  × No solution found when resolving dependencies:\n  ╰─▶ Because there is no version of jax==0.0.1 and "
-          "you require jax==0.0.1, we can conclude that your requirements are unsatisfiable.\n")
+    uv = ("  × No solution found when resolving dependencies:\n  ╰─▶ Because there is no version of jax==0.0.1 "
+          "and you require jax==0.0.1, we can conclude that your requirements are unsatisfiable.\n")
     assert environments._first_error(pip) == ("Could not find a version that satisfies the requirement jax==0.0.1 "
                                               "(from versions: 0.9.2)")
     assert environments._first_error(uv).startswith("No solution found when resolving dependencies: Because there")
