@@ -16,6 +16,10 @@ examples:
   adcompare run -o results.jsonl                   quick suite, timed, appended as cells finish
   adcompare run --suite full --resume -o full.jsonl
   adcompare run --problem exp_dot_loss --operator jacfwd,jacrev --dry-run
+  adcompare run --suite full --dry-run --json     planned cells with estimated seconds and bytes
+  adcompare run --suite full --max-time 30m -o full.jsonl   then --resume to continue
+  adcompare run --suite full --shard 2/4 -o shard2.jsonl
+  adcompare run --suite full --executor slurm --shards 8 --slurm-exclusive -o full.jsonl
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
@@ -56,6 +60,29 @@ def _add_environment_option(p: argparse.ArgumentParser) -> None:
                         "this interpreter); select with --environment NAME")
 
 
+def _add_study_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("budget and scale-out (README: Full studies)")
+    g.add_argument("--max-time", metavar="DURATION",
+                   help="stop when this is spent (90s, 15m, 1h30m): every family's smaller sizes first; the rest is "
+                        "recorded skipped, and --resume continues")
+    g.add_argument("--history", action="append", metavar="RESULTS",
+                   help="earlier results whose measured times (same machine fingerprint) replace the model's "
+                        "estimates; --output is always read (repeatable)")
+    g.add_argument("--shard", metavar="K/N", help="run only shard K of N: deterministic, balanced by estimated cost")
+    g.add_argument("--executor", choices=["local", "slurm"],
+                   help="run --shards N shards: one after another as local processes, or as a SLURM job array "
+                        "(pip install 'adcompare[slurm]'); shard results are merged into --output")
+    g.add_argument("--shards", type=int, default=2, metavar="N", help="number of shards for --executor (default 2)")
+    g.add_argument("--shard-dir", metavar="DIR",
+                   help="where jobs write their results files, shared with the nodes (default: OUTPUT.shards/)")
+    g.add_argument("--slurm-partition", metavar="P", help="SLURM partition (default: the cluster's default)")
+    g.add_argument("--slurm-gpus-per-job", type=int, default=0, metavar="G", help="GPUs per job (--gres gpu:G)")
+    g.add_argument("--slurm-cpus-per-job", type=int, metavar="C", help="CPUs per job (default: SLURM's)")
+    g.add_argument("--slurm-time", type=int, default=60, metavar="MIN", help="time limit per job, minutes (60)")
+    g.add_argument("--slurm-exclusive", action="store_true",
+                   help="one job per node, nothing else beside it: the fair setting for timings")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="adcompare", description="Compare automatic-differentiation frameworks "
                                      "on problems written once: checked derivatives, careful timings, HTML report.",
@@ -69,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="adapters, problems and the support matrix")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--tag", action="append", help="only problems with this tag")
+    p.add_argument("--suites", action="store_true",
+                   help="each suite's cell count, modelled cost and the cost measured in --history results")
+    p.add_argument("--history", action="append", metavar="RESULTS",
+                   help="with --suites: results files whose times (this machine's fingerprint) are summed")
     _add_plugin_option(p)
 
     p = sub.add_parser("check", help="check derivatives against the float64 reference (no timing)",
@@ -85,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="results.jsonl", help="results file (JSON Lines)")
     p.add_argument("--resume", action="store_true", help="keep finished cells of --output and run the rest")
     p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the planned cells with estimates, as JSON")
     _add_environment_option(p)
+    _add_study_options(p)
     _add_plugin_option(p)
 
     p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")

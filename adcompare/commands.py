@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 from pathlib import Path
@@ -10,12 +11,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from . import display, environments, plugins, provenance, runner
+from . import display, environments, executors, plugins, provenance, runner, study
 from .errors import UsageError
 from .expectations import expected_failure
 from .fingerprint import this_machine
 from .results import ResultsWriter, finished_keys, load
+from .shards import ShardSpec
 from .status import Status
+from .suites import SUITES
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -32,9 +35,14 @@ def _distributions(registry: plugins.Registry) -> list[str]:
     return [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
 
 
+def _machine(registry: plugins.Registry):
+    """This machine's fingerprint, with the versions of every known framework."""
+    return this_machine(_distributions(registry))
+
+
 def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
-    """This run's header, with the machine fingerprint its records carry (versions of every known framework)."""
-    return provenance.collect(args.threads, this_machine(_distributions(registry)))
+    """This run's header, with the machine fingerprint its records carry."""
+    return provenance.collect(args.threads, _machine(registry))
 
 
 def _build_environments(registry, args, header: dict) -> dict[str, environments.Environment]:
@@ -52,6 +60,13 @@ def _build_environments(registry, args, header: dict) -> dict[str, environments.
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = _registry(args)
+    if args.suites:
+        costs = study.suite_costs(registry, SUITES, study.history(args.history or (), _machine(registry).id))
+        if args.json:
+            print(json.dumps([dataclasses.asdict(c) for c in costs], indent=2))
+        else:
+            display.print_suite_costs(out, costs)
+        return 0
     inventory = display.inventory(registry, tags=tuple(args.tag or ()))
     if args.json:
         print(json.dumps(inventory, indent=2))
@@ -76,10 +91,11 @@ def _progress_callbacks(total: int, enabled: bool):
 
 
 def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset(),
-             envs: dict[str, environments.Environment] | None = None):
+             deadline: float | None = None, envs: dict[str, environments.Environment] | None = None):
     envs = envs or {}
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
-                                policy={} if time_it else {},
+                                policy={} if time_it else {}, deadline=deadline,
+                                budget=getattr(args, "max_time", None) or "",
                                 interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
     machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()
@@ -145,25 +161,39 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    registry = _registry(args)
+def _study(registry, args) -> tuple[study.Study, dict]:
+    """This invocation's study (shard, resume, budget) and the provenance whose fingerprint picks the history."""
     plan = _plan(registry, _selection(args), args)
-    skip = finished_keys(args.output) if args.resume else set()
+    prov = _provenance(registry, args)
+    done = frozenset(finished_keys(args.output)) if args.resume else frozenset()
+    past = study.history([args.output, *(args.history or ())], prov["machine"]["fingerprint"])
+    shard = ShardSpec.parse(args.shard) if args.shard else None
+    return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
+                         timeout=args.timeout), prov
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.executor:
+        return executors.run_study(args)
+    registry = _registry(args)
+    st, prov = _study(registry, args)
     if args.dry_run:
-        todo = [c for c in plan.cells if c.key not in skip]
-        seconds = runner.estimate_seconds(registry, runner.Plan(tuple(todo), ()))
-        out.print(f"{plan.total} cells: {len(todo)} to run, {len(plan.decided)} decided without running "
-                  f"(unsupported/too large), {len(skip)} already in {args.output}; "
-                  f"estimated {seconds / 60:.1f} min")
+        if args.json:
+            print(json.dumps(study.cells_json(registry, st)))
+        else:
+            out.print(study.summary(st, args.output), highlight=False)
         for spec in environments.parse_options(args.env or ()):
             out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0
     if not args.resume and Path(args.output).exists():
         err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")
-    header = _provenance(registry, args)
-    envs = _build_environments(registry, args, header)
-    with ResultsWriter(args.output, header, resume=args.resume) as writer:
-        measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip, envs=envs)
+    envs = _build_environments(registry, args, prov)
+    with ResultsWriter(args.output, prov, resume=args.resume) as writer:
+        for m in st.left_out:
+            writer.add(m)
+        measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline(),
+                                envs=envs)
+        measurements = [*measurements, *st.left_out]
     display.print_summary(out, measurements)
     out.print(f"results: {args.output}")
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0

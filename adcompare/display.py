@@ -209,3 +209,19 @@ def print_environment_pairs(console: Console, pairs) -> None:
                   f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r and r.ratio else "—", f"[{style}]{p.verdict}[/]",
                   values)
     console.print(t)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def print_suite_costs(console: Console, costs: Sequence[Any]) -> None:
+    """`adcompare list --suites`: cells, the modelled cost and what earlier results on this machine measured."""
+    table = Table(title="suites (cost on this machine)")
+    for col in ("suite", "cells", "to run", "estimated", "measured (this machine)"):
+        table.add_column(col, justify="left" if col in ("suite", "measured (this machine)") else "right")
+    for c in costs:
+        measured = (f"{_minutes(c.measured_seconds)} over {c.measured_cells} of {c.to_run} cells"
+                    if c.measured_cells else "— (pass --history RESULTS)")
+        table.add_row(c.suite, str(c.cells), str(c.to_run), _minutes(c.estimated_seconds), measured)
+    console.print(table)

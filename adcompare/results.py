@@ -133,12 +133,37 @@ def load(paths: Sequence[str | Path]) -> Results:
 
 
 def finished_keys(path: str | Path) -> set[str]:
-    """Keys of cells already recorded in `path` (for --resume)."""
+    """Keys of cells already recorded in `path` (for --resume); a cell skipped as `resumable` (left out by
+    --max-time) counts as not finished unless a later record finished it."""
     path = Path(path)
     if not path.exists():
         return set()
     _, records, _ = _read_lines(path)
-    return {r["key"] for r in records if r.get("record") == "cell"}
+    done = {}
+    for r in records:
+        if r.get("record") == "cell":
+            done[r["key"]] = not (r.get("details") or {}).get("resumable")
+    return {key for key, finished in done.items() if finished}
+
+
+def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
+    """One results file from several (a study's shards): the first file's header, then each file's machine,
+    worker and cell records, every cell stamped with its own file's machine. Written beside `out` and renamed into
+    place, so an interrupted merge leaves the old file whole."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".merging")
+    with tmp.open("w") as f:
+        for i, path in enumerate(map(Path, paths)):
+            head, records, _ = _read_lines(path)
+            own = _header_machine(head["provenance"], [r for r in records if r.get("record") == "worker"])
+            if i == 0:
+                f.write(json.dumps(head) + "\n")
+            f.write(json.dumps({"record": "machine", **own.to_json()}) + "\n")
+            for rec in records:
+                if rec.get("record") == "cell" and not rec.get("machine"):
+                    rec = {**rec, "machine": own.id}
+                f.write(json.dumps(rec, default=_jsonable) + "\n")
+    tmp.replace(out)
 
 
 class ResultsWriter:
