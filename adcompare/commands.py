@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import replace
 import dataclasses
 import datetime
 import json
@@ -13,14 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import display, environments, executors, plugins, provenance, runner, study
 from .errors import UsageError
-from .expectations import expected_failure
+from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
+from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from .results import ResultsWriter, finished_keys, load
 from .shards import ShardSpec
 from .status import Status
 from .suites import SUITES
 
-out = Console(soft_wrap=True)
+# Piped or redirected, tables keep readable columns instead of rich's 80-column default.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 
@@ -102,13 +106,15 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
                 if n != environments.CURRENT} if writer else {}
     for machine in machines.values():
         writer.add_machine(machine)
-    record = (lambda m: writer.add(environments.stamp(m, machines))) if writer else (lambda m: None)
+    record = ((lambda m: writer.add(labelled(environments.stamp(m, machines), registry.problems))) if writer
+              else (lambda m: None))
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:
         bar.start()
     try:
-        return runner.run(registry, plan, options, record=record, on_worker=on_worker, progress=progress,
-                          skip_keys=frozenset(skip))
+        measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker, progress=progress,
+                                  skip_keys=frozenset(skip))
+        return [labelled(m, registry.problems) for m in measurements]
     finally:
         if bar is not None:
             bar.stop()
@@ -133,6 +139,10 @@ def _plan(registry, selection, args):
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:
+        left_out = [n for n in plan.notes if n.startswith("left out problem")]
+        if left_out:
+            raise UsageError(f"nothing applies: {'; '.join(left_out)}; `adcompare list` shows each problem's "
+                             f"operators")
         raise UsageError("the selection matches no cell; `adcompare list` shows what exists")
     return plan
 
@@ -166,29 +176,44 @@ def _study(registry, args) -> tuple[study.Study, dict]:
     plan = _plan(registry, _selection(args), args)
     prov = _provenance(registry, args)
     done = frozenset(finished_keys(args.output)) if args.resume else frozenset()
-    past = study.history([args.output, *(args.history or ())], prov["machine"]["fingerprint"])
+    earlier = sorted(RESULTS_DIR.glob("*.jsonl")) if RESULTS_DIR.is_dir() else []  # this machine's past runs
+    past = study.history([*([args.output] if args.output else []), *earlier, *(args.history or ())],
+                         prov["machine"]["fingerprint"])
     shard = ShardSpec.parse(args.shard) if args.shard else None
     return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
                          timeout=args.timeout), prov
 
 
+def _output(args: argparse.Namespace) -> bool:
+    """Settle `-o` before anything runs: a new timestamped file when none is named (True: this run created it),
+    else refuse an existing one unless --resume or --overwrite says what to do with it."""
+    if args.output is None:
+        if args.resume:
+            raise UsageError("--resume needs -o PATH: the results file whose missing cells to run")
+        args.output = str(new_results_path())
+        out.print(f"results: {args.output}", highlight=False)
+        return True
+    refuse_existing(Path(args.output), resume=args.resume, overwrite=args.overwrite)
+    return False
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.executor:
-        return executors.run_study(args)
     registry = _registry(args)
-    st, prov = _study(registry, args)
     if args.dry_run:
+        st, _ = _study(registry, args)
         if args.json:
             print(json.dumps(study.cells_json(registry, st)))
         else:
-            out.print(study.summary(st, args.output), highlight=False)
+            out.print(study.summary(st, args.output or "the results file"), highlight=False)
         for spec in environments.parse_options(args.env or ()):
             out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0
-    if not args.resume and Path(args.output).exists():
-        err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")
+    fresh = _output(args)
+    if args.executor:
+        return executors.run_study(args)
+    st, prov = _study(registry, args)
     envs = _build_environments(registry, args, prov)
-    with ResultsWriter(args.output, prov, resume=args.resume) as writer:
+    with ResultsWriter(args.output, prov, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
         for m in st.left_out:
             writer.add(m)
         measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline(),
@@ -205,6 +230,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     registry = _registry(args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.output or f"reports/{stamp}")
+    ensure_folder(out_dir)
+    if args.latest and args.results:
+        raise UsageError("--latest reports the newest results file; drop it or the files named")
+    if args.latest:
+        args.results = [str(latest_results())]
+        out.print(f"reporting {args.results[0]}", highlight=False)
     if args.results:
         results = load(args.results)
     else:
@@ -213,6 +244,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
+    results = replace(results, measurements=tuple(labelled(m, registry.problems) for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
     index = build(results, out_dir, extra_sections=sections)
     out.print(f"report: {index}")

@@ -157,14 +157,15 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     for m in sorted(measurements, key=lambda m: m.cell):
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
+        expected = " (expected)" if m.details.get("expected_failure") else ""
         t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
-                  f"[{style}]{m.status.value}[/]", seconds(tm.median if tm else None),
+                  f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None),
                   seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
     console.print(t)
     counts = defaultdict(int)
     for m in measurements:
-        counts[m.status.value] += 1
+        counts[m.status.value + (" as expected" if m.details.get("expected_failure") else "")] += 1
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 

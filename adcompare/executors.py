@@ -24,12 +24,13 @@ from pathlib import Path
 from rich.console import Console
 
 from .errors import SchedulerError, UsageError
+from .result_files import ensure_folder
 from .results import merge_files
 
 err = Console(stderr=True)
 
 # Options of the driver that a shard's own command must not repeat; every other option is passed on as given.
-DRIVER_ONLY = {"command", "executor", "shards", "shard_dir", "shard", "output", "dry_run", "json", "no_progress",
+DRIVER_ONLY = {"command", "executor", "shards", "shard_dir", "shard", "output", "overwrite", "dry_run", "json", "no_progress",
                "resume"}
 
 
@@ -67,10 +68,14 @@ def run_study(args: argparse.Namespace) -> int:
     if args.shard or args.dry_run:
         raise UsageError("--executor runs every shard; drop --shard/--dry-run (or drop --executor to run one shard)")
     paths = shard_paths(args)
-    paths[0].parent.mkdir(parents=True, exist_ok=True)
-    if not args.resume:
-        for p in paths:
-            p.unlink(missing_ok=True)
+    ensure_folder(paths[0].parent)
+    earlier = [p for p in paths if p.exists()]
+    if earlier and not args.resume:
+        if not args.overwrite:  # another study's shards: never deleted unasked
+            raise UsageError(f"{str(paths[0].parent)!r} already holds {len(earlier)} shard file(s); add --resume to "
+                             f"complete them, --overwrite to replace them, or choose another --shard-dir")
+        for p in earlier:
+            p.unlink()
     commands = [shard_command(args, k, p) for k, p in enumerate(paths, start=1)]
     codes = (run_local if args.executor == "local" else run_slurm)(args, commands, paths)
     present = [p for p in paths if p.exists()]

@@ -152,8 +152,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
             if why is None and problem.operators is not None and op not in problem.operators:
                 why = f"problem {problem.name!r} restricts its operators to {', '.join(problem.operators)}"
             if why:
-                if sel.operators and sel.problems:
-                    raise UsageError(f"problem {problem.name!r}, operator {op!r}: {why}")
+                if sel.operators and sel.problems:  # asked for by name: say what was left out, run the rest
+                    notes.append(f"left out problem {problem.name!r} with operator {op!r}: {why}")
                 continue
             for adapter_name in adapters:
                 adapter = registry.adapters[adapter_name]
