@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from . import display, executors, plugins, provenance, runner, study
+from . import display, environments, executors, plugins, provenance, runner, study
 from .errors import UsageError
 from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
@@ -36,14 +36,31 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     return registry
 
 
+def _distributions(registry: plugins.Registry) -> list[str]:
+    return [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
+
+
 def _machine(registry: plugins.Registry):
     """This machine's fingerprint, with the versions of every known framework."""
-    return this_machine([d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)])
+    return this_machine(_distributions(registry))
 
 
 def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
     """This run's header, with the machine fingerprint its records carry."""
     return provenance.collect(args.threads, _machine(registry))
+
+
+def _build_environments(registry, args, header: dict) -> dict[str, environments.Environment]:
+    """The `--env` environments, built or taken from the cache; named in the header with their fingerprints."""
+    specs = environments.parse_options(getattr(args, "env", None) or ())
+    if not specs:
+        return {}
+    built = environments.build_all(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+    host = this_machine(())
+    header["environments"] = {
+        s.name: {**built[s.name].to_json(),
+                 "machine": built[s.name].machine(host, _distributions(registry)).to_json()} for s in specs}
+    return built
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -79,12 +96,19 @@ def _progress_callbacks(total: int, enabled: bool):
 
 
 def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset(),
-             deadline: float | None = None):
+             deadline: float | None = None, envs: dict[str, environments.Environment] | None = None):
+    envs = envs or {}
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
                                 policy={} if time_it else {}, deadline=deadline,
-                                budget=getattr(args, "max_time", None) or "")
+                                budget=getattr(args, "max_time", None) or "",
+                                interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
-    record = (lambda m: writer.add(labelled(m, registry.problems))) if writer else (lambda m: None)
+    machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()
+                if n != environments.CURRENT} if writer else {}
+    for machine in machines.values():
+        writer.add_machine(machine)
+    record = ((lambda m: writer.add(labelled(environments.stamp(m, machines), registry.problems))) if writer
+              else (lambda m: None))
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:
         bar.start()
@@ -104,12 +128,15 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
 def _selection(args: argparse.Namespace) -> runner.Selection:
     return runner.Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
                             adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
-                            dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite)
+                            dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite,
+                            environments=_split(getattr(args, "environment", None)))
 
 
 def _plan(registry, selection, args):
     limit = int(args.memory_limit * 2**30) if args.memory_limit else None
-    plan = runner.plan(registry, selection, memory_limit=limit)
+    specs = environments.parse_options(getattr(args, "env", None) or ())
+    plan = runner.plan(registry, selection, memory_limit=limit, environments=specs)
+    environments.check_pins(specs, [registry.adapters[a] for a in selection.adapters or registry.adapters])
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:
@@ -124,7 +151,8 @@ def _plan(registry, selection, args):
 def cmd_check(args: argparse.Namespace) -> int:
     registry = _registry(args)
     plan = _plan(registry, _selection(args), args)
-    measurements = _execute(registry, plan, args, time_it=False, writer=None)
+    envs = _build_environments(registry, args, {})
+    measurements = _execute(registry, plan, args, time_it=False, writer=None, envs=envs)
     expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
     if args.json:
         for m in measurements:
@@ -178,15 +206,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(json.dumps(study.cells_json(registry, st)))
         else:
             out.print(study.summary(st, args.output or "the results file"), highlight=False)
+        for spec in environments.parse_options(args.env or ()):
+            out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0
     fresh = _output(args)
     if args.executor:
         return executors.run_study(args)
     st, prov = _study(registry, args)
+    envs = _build_environments(registry, args, prov)
     with ResultsWriter(args.output, prov, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
         for m in st.left_out:
             writer.add(m)
-        measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline())
+        measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline(),
+                                envs=envs)
         measurements = [*measurements, *st.left_out]
     display.print_summary(out, measurements)
     _print_findings(measurements)
@@ -235,12 +267,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare, regressions
+    from .comparison import compare, pair_environments, regressions
     from .significance import NOISE
 
     if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
         raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
     threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    if args.candidate is None:
+        return _compare_environments(pair_environments(load([args.baseline]), args.baseline_environment,
+                                                       threshold), args)
     rows = compare(load([args.baseline]), load([args.candidate]), threshold)
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
@@ -252,3 +287,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         display.print_comparison(out, rows, offending, args.fail_above)
     return 1 if offending else 0
+
+
+def _compare_environments(pairs, args: argparse.Namespace) -> int:
+    """One results file over several environments: exit 1 when a derivative differs between releases, or, with
+    --fail-above, when a cell is significantly slower than in the baseline environment by more than PCT."""
+    if not pairs:
+        raise UsageError(f"{args.baseline} holds one environment only; compare two files, or run with two --env")
+    slower = [p for p in pairs if args.fail_above is not None and p.timing is not None
+              and p.timing.difference.significant and p.timing.change > 1]
+    if args.json:
+        for p in pairs:
+            print(json.dumps({**p.to_json(), "regression": p in slower}))
+    else:
+        display.print_environment_pairs(out, pairs)
+    return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0

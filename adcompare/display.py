@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cell import CURRENT, Cell
 from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
@@ -110,6 +111,11 @@ def _mark(m: Measurement, expected: bool = False) -> str:
     return f"[red]✗ {m.status.value}[/]"
 
 
+def where(cell: Cell) -> str:
+    """The adapter, with its environment when that is not `current` (`run --env`): autograd@old."""
+    return cell.adapter if cell.environment == CURRENT else f"{cell.adapter}@{cell.environment}"
+
+
 def print_check_matrix(console: Console, measurements: Sequence[Measurement],
                        expected: dict[str, str] | None = None) -> None:
     """One table per (problem, size, dtype): operators down, adapter/variant across; then failures, by kind."""
@@ -118,7 +124,7 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
     for m in measurements:
         groups[(m.cell.problem, m.cell.size, m.cell.dtype, m.cell.device)].append(m)
     for (problem, size, dtype, device), ms in sorted(groups.items()):
-        columns = sorted({(m.cell.adapter, m.cell.variant) for m in ms})
+        columns = sorted({(where(m.cell), m.cell.variant) for m in ms})
         ops = [op for op in OPERATORS if any(m.cell.operator == op for m in ms)]
         tol = next((m.check.tolerance for m in ms if m.check), None)
         title = f"{problem} {size} {dtype} {device}" + (f" — tolerance {tol:.0e}" if tol else "")
@@ -126,7 +132,7 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
         t.add_column("operator")
         for a, v in columns:
             t.add_column(f"{a}\n{v}")
-        index = {(m.cell.operator, m.cell.adapter, m.cell.variant): m for m in ms}
+        index = {(m.cell.operator, where(m.cell), m.cell.variant): m for m in ms}
         for op in ops:
             t.add_row(op, *(_mark(index[(op, a, v)], index[(op, a, v)].cell.key in expected)
                             if (op, a, v) in index else "" for a, v in columns))
@@ -152,7 +158,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
         expected = " (expected)" if m.details.get("expected_failure") else ""
-        t.add_row(c.problem, c.size, c.operator, c.adapter, c.variant, c.dtype, c.device,
+        t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
                   f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None),
                   seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
@@ -196,6 +202,35 @@ def print_findings(console: Console, top, total: int) -> None:
     for f in top:
         console.print(f"  [{style[f.verdict]}]{f.verdict}[/] seed {f.claim.seed} “{f.claim.quote}” — {f.measured}",
                       highlight=False)
+
+
+def versions_text(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items())) or "—"
+
+
+def print_environment_pairs(console: Console, pairs) -> None:
+    """`adcompare compare` on one run over several environments: each cell under two releases."""
+    from .bootstrap import METHOD
+
+    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {METHOD}; values: the "
+                    f"seeded projections of the two derivatives agree within the cell's tolerance",
+              title_justify="left")
+    for col in ("cell", "baseline", "candidate", "baseline median", "candidate median", "ratio", "95% interval",
+                "verdict", "values"):
+        t.add_column(col)
+    for p in pairs:
+        b, c, r = p.baseline, p.candidate, p.timing
+        before, after = p.changed_versions
+        style = {"faster": "green", "slower": "red"}.get(p.verdict, "dim")
+        values = ("[dim]not checked in both[/]" if p.values_agree is None else "[green]agree[/]" if p.values_agree
+                  else f"[red]differ ({p.projection_error:.1e})[/]")
+        t.add_row(escape(p.cell.id), escape(f"{b.cell.environment} ({versions_text(before)})"),
+                  escape(f"{c.cell.environment} ({versions_text(after)})"),
+                  seconds(r.baseline) if r else b.status.value, seconds(r.candidate) if r else c.status.value,
+                  f"{r.candidate / r.baseline:.3f}" if r else "—",
+                  f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r and r.ratio else "—", f"[{style}]{p.verdict}[/]",
+                  values)
+    console.print(t)
 
 
 def _minutes(seconds: float) -> str:

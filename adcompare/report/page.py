@@ -24,7 +24,7 @@ from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
 from .. import bootstrap, significance
-from . import cells_table, compile_cost, correctness, figures, findings, heatmap, relative_cost, summary
+from . import cells_table, compile_cost, correctness, environments, figures, findings, heatmap, relative_cost, summary
 from .dimensions import Dimensions
 from .svgchart import Chart, Palette
 
@@ -155,6 +155,7 @@ def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
         "operators": sorted({m.cell.operator for m in ms}, key=summary.operator_order),
         "devices": distinct("device"),
         "dtypes": distinct("dtype"),
+        "environments": distinct("environment"),  # listed only when several (`run --env`)
         "statuses": [(s, statuses[s], MEANINGS[s]) for s in Status if statuses[s]],
         "emulated": sum(m.support == "emulated" for m in ms),
     }
@@ -218,8 +219,12 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     # apart by the device already).
     shared_device = len({(m.machine, m.cell.device) for m in ms}) > len({m.cell.device for m in ms})
 
+    several_environments = len({m.cell.environment for m in ms}) > 1  # `run --env`: name each in titles
+
     def machine_label(m: Measurement) -> str:
-        return labels.get(m.machine, m.machine) if shared_device else ""
+        label = labels.get(m.machine, m.machine) if shared_device else ""
+        return " · ".join(filter(None, (label, f"environment {m.cell.environment}" if several_environments
+                                        else "")))
 
     glance = heatmap.heatmaps(ms, machine_label, boot)
     found = findings.findings(ms, boot)
@@ -253,10 +258,11 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
             for f in items], figures_dir)
         clock.mark("paper figures")
 
-    table = cells_table.rows(ms, jo)
-    csv_text = cells_table.to_csv(table)
+    columns = cells_table.columns_for(ms)
+    table = cells_table.rows(ms, jo, columns)
+    csv_text = cells_table.to_csv(table, columns)
     (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
-    payload = cells_table.payload(table)
+    payload = cells_table.payload(table, columns)
     clock.mark("table")
 
     context = {
@@ -292,7 +298,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "colour": palette.colour,
         "adapter_index": {a: i for i, a in enumerate(adapters)},
         "payload": payload,
-        "extra_sections": list(extra_sections),
+        "extra_sections": [*environments.sections(results, seconds), *extra_sections],
         "css": _asset("report.css"),
         "script": _asset("report.js"),
         "csv_bytes": len(csv_text.encode()),

@@ -17,11 +17,13 @@ from ..status import Status
 from . import sizes
 from ..bootstrap import Bootstrap, Ratio
 from ..significance import Difference, judge
+from ..cell import CURRENT
 
 
 def entry(m: Measurement) -> str:
-    """How an adapter/variant pair is named throughout the page."""
-    return f"{m.cell.adapter} · {m.cell.variant}"
+    """How an adapter/variant pair is named throughout the page (with its environment, if not `current`)."""
+    where = "" if m.cell.environment == CURRENT else f" @{m.cell.environment}"
+    return f"{m.cell.adapter} · {m.cell.variant}{where}"
 
 
 def operator_order(name: str) -> tuple[int, str]:
