@@ -23,6 +23,9 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Capability, Prepared, Request
+from adcompare.errors import CellFailure, UnsupportedOperation
+
+from . import autograd_namespace
 
 NO_VMAP = "autograd has no vectorising map; adcompare loops over the examples in Python"
 CAPABILITIES: dict[str, Capability] = {
@@ -104,9 +107,7 @@ class AutogradAdapter(Adapter):
         return f"autograd: device {device!r} is unsupported: {CPU_ONLY}; use --device cpu"
 
     def namespace(self) -> ModuleType:
-        from .autograd_namespace import namespace
-
-        return namespace()
+        return autograd_namespace.namespace()
 
     def capability(self, operator: str, variant: str) -> Capability:
         if variant == "compiled":
@@ -117,8 +118,6 @@ class AutogradAdapter(Adapter):
 
     def prepare(self, request: Request) -> Prepared:
         import autograd
-
-        from adcompare.errors import CellFailure, UnsupportedOperation
 
         capability = self.capability(request.operator, request.variant)
         if not capability.supported:

@@ -33,6 +33,9 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Capability, Prepared, Request
+from adcompare.errors import CellFailure, UnsupportedOperation
+
+from . import tensorflow_namespace
 
 PFOR = "pfor, or a tf.while_loop where pfor cannot convert an op (recorded per cell)"
 ALGORITHMS = {
@@ -65,9 +68,7 @@ RETRACING = "triggered tf.function retracing"
 
 
 def tensorflow() -> ModuleType:
-    from .tensorflow_namespace import import_tensorflow
-
-    return import_tensorflow()
+    return tensorflow_namespace.import_tensorflow()
 
 
 class TensorflowLogFilter(logging.Filter):
@@ -89,8 +90,6 @@ class TensorflowLogFilter(logging.Filter):
 
 def explained(call: Callable[[], Any]) -> Any:
     """call(), with TensorFlow's rank error from a 1-d `@` turned into a CellFailure that names the fix."""
-    from adcompare.errors import CellFailure
-
     try:
         return call()
     except Exception as exc:
@@ -242,9 +241,7 @@ class TensorflowAdapter(Adapter):
         return device
 
     def namespace(self) -> ModuleType:
-        from .tensorflow_namespace import namespace
-
-        return namespace()
+        return tensorflow_namespace.namespace()
 
     def capability(self, operator: str, variant: str) -> Capability:
         if variant not in self.variants:
@@ -253,8 +250,6 @@ class TensorflowAdapter(Adapter):
         return Capability.native(ALGORITHMS[operator])
 
     def prepare(self, request: Request) -> Prepared:
-        from adcompare.errors import UnsupportedOperation
-
         tf = tensorflow()
         capability = self.capability(request.operator, request.variant)
         if not capability.supported:

@@ -26,7 +26,7 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Capability, Prepared, Request
-from adcompare.errors import CellFailure
+from adcompare.errors import CellFailure, UnsupportedOperation
 
 ALGORITHMS = {
     "value": "plain evaluation",
@@ -330,14 +330,10 @@ class TorchAdapter(Adapter):
 
         capability = self.capability(request.operator, request.variant)
         if not capability.supported:
-            from adcompare.errors import UnsupportedOperation
-
             raise UnsupportedOperation(f"adapter 'torch': {request.operator} in variant {request.variant!r}: "
                                        f"{capability.reason}")
         unavailable = self.device_unavailable(request.device)
         if unavailable:
-            from adcompare.errors import UnsupportedOperation
-
             raise UnsupportedOperation(unavailable)
         device = torch.device(request.device)
         inputs = request.inputs

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
     TimeRemainingColumn
 
 from . import display, plugins, provenance, runner
+from .comparison import compare
 from .errors import UsageError
 from .expectations import expected_failure
 from .results import ResultsWriter, finished_keys, load
@@ -152,8 +153,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare
-
     rows = compare(load([args.baseline]), load([args.candidate]))
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")

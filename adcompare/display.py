@@ -9,9 +9,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .bootstrap import METHOD
 from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
+from .problem import output_shape
 from .runner import STANDARD_VARIANTS
 from .status import Status
 
@@ -28,8 +30,6 @@ def seconds(value: float | None) -> str:
 
 
 def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
-    from .problem import output_shape
-
     adapters = []
     for name, a in sorted(registry.adapters.items()):
         avail = a.available()
@@ -163,8 +163,6 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
 
 
 def print_comparison(console: Console, rows) -> None:
-    from .bootstrap import METHOD
-
     t = Table(title=f"candidate ÷ baseline median; {METHOD}", title_justify="left")
     for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "verdict"):
         t.add_column(col)

@@ -1,6 +1,8 @@
 """One error base class carrying the process exit code; subclasses per kind of failure."""
 from __future__ import annotations
 
+import difflib
+
 
 class AdcompareError(Exception):
     """Base of every error adcompare raises on purpose; the CLI prints it as one line and exits with `exit_code`."""
@@ -44,8 +46,6 @@ class CellFailure(AdcompareError):
 
 def closest(name: str, candidates) -> str:
     """A ' (did you mean X?)' suffix for unknown-name messages, or '' when nothing is close."""
-    import difflib
-
     match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
     return f" (did you mean {match[0]!r}?)" if match else ""
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProblemDefinitionError
+from .errors import ProblemDefinitionError, closest, unknown
+from .operators import OPERATORS, applicable
 
 DTYPES = ("float32", "float64")
 
@@ -71,8 +72,6 @@ class Problem:
         for s in self.sizes:
             if s.label == label:
                 return s
-        from .errors import unknown
-
         raise unknown(f"size of problem {self.name!r}", label, [s.label for s in self.sizes])
 
     def inputs(self, size: Size, dtype: str, seed: int = 0) -> dict[str, np.ndarray]:
@@ -244,12 +243,8 @@ def problem(
         if batch is not None and batch == wrt:
             raise ProblemDefinitionError(f"problem {pname!r}: batch and wrt must be different arguments")
         if operators is not None:
-            from .operators import OPERATORS
-
             bad = [o for o in operators if o not in OPERATORS]
             if bad:
-                from .errors import closest
-
                 raise ProblemDefinitionError(
                     f"problem {pname!r}: unknown operator {bad[0]!r}{closest(bad[0], OPERATORS)}"
                 )
@@ -286,3 +281,13 @@ def example_output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
     w = inputs.pop(problem.wrt)
     batch = inputs.pop(problem.batch)
     return tuple(np.shape(problem.bind(np, inputs)(w, batch[0])))
+
+
+def applicable_operators(problem: Problem, size: Size | None = None) -> list[str]:
+    """The problem's operators (its declared subset, or the whole vocabulary) that its output shapes admit."""
+    size = size or problem.smallest_size
+    out_shape = output_shape(problem, size)
+    ex_shape = example_output_shape(problem, size) if problem.batch else None
+    return [op for op in (problem.operators or OPERATORS)
+            if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
+            is None]

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from . import __version__
+
 
 def cpu_model() -> str:
     try:
@@ -35,8 +37,6 @@ def git_commit() -> str | None:
 
 
 def collect(threads: int) -> dict[str, Any]:
-    from . import __version__
-
     return {
         "adcompare": __version__,
         "git_commit": git_commit(),

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .benchmark_import import load_benchmark_json
+from .check import cross_check
 from .errors import ResultsFileError
 from .measurement import Measurement
 
@@ -78,8 +82,6 @@ def load(paths: Sequence[str | Path]) -> Results:
     by_key: dict[str, Measurement] = {}
     for p in map(Path, paths):
         if p.suffix == ".json":
-            from .benchmark_import import load_benchmark_json
-
             prov, measurements = load_benchmark_json(p)
             provenance.append(prov)
             by_key.update((m.cell.key, m) for m in measurements)
@@ -96,8 +98,6 @@ def load(paths: Sequence[str | Path]) -> Results:
                 by_key[m.cell.key] = m
             elif kind == "worker":
                 workers.append(rec)
-    from .check import cross_check
-
     merged = cross_check(list(by_key.values()))  # pairwise/adjoint agreement is derived, never stored
     return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes))
 
@@ -152,8 +152,6 @@ class ResultsWriter:
 
 def _jsonable(value: Any) -> Any:
     """NaN/inf floats are valid in Python's json; NumPy scalars are not JSON types."""
-    import numpy as np
-
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Iterable):

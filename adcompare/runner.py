@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cell import Cell
+from .check import cross_check
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
 from .operators import OPERATORS, applicable
@@ -204,8 +205,6 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
 
     Returns the measurements after cross-checking (pairwise agreement, adjoint identity) across adapters.
     """
-    from .check import cross_check
-
     measurements: list[Measurement] = []
     for m in p.decided:
         if m.cell.key not in skip_keys:

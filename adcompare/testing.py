@@ -47,7 +47,8 @@ import pytest
 
 from . import plugins
 from .adapter import Adapter, Availability, Capability, Request
-from .check import check_result, describe, scaled_error, status_of, tolerance
+from .cell import Cell
+from .check import check_result, describe, status_of
 from .execution import describe_exception
 from .inputs import cell_inputs
 from .measurement import Check
@@ -55,8 +56,9 @@ from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
 from .operators import OPERATORS, applicable, expected_shape
 from .problem import Problem, example_output_shape, output_shape
 from .problem import problem as declare_problem
-from .runner import STANDARD_VARIANTS
+from .runner import STANDARD_VARIANTS, Plan, RunOptions, run
 from .status import Status
+from .tolerance import scaled_error, tolerance
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
 CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),
@@ -445,9 +447,6 @@ class AdapterConformance:
 
     def test_cells_in_worker(self, isolated_dtype: str) -> None:
         """The isolated dtype's cases through adcompare's worker: run, shape, reference, pairwise agreement."""
-        from .cell import Cell
-        from .runner import Plan, RunOptions, run
-
         registry, name = self.registry(), self.adapter.name
         assert type(registry.adapters.get(name)) is type(self.adapter), (
             f"adapter {name!r} is not registered (a worker finds adapters by name): add an entry point in the "

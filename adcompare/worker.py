@@ -15,6 +15,13 @@ import os
 import sys
 import time
 
+from . import plugins
+from .cell import Cell
+from .execution import ExecutionOptions, describe_exception, run_cell
+from .measurement import Measurement
+from .status import Status
+from .timing import TimingPolicy
+
 
 def _emit(stream, record: dict) -> None:
     stream.write(json.dumps(record) + "\n")
@@ -32,13 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plugin", action="append", default=[])
     args = parser.parse_args(argv)
     out = os.fdopen(args.result_fd, "w")
-
-    from . import plugins
-    from .cell import Cell
-    from .execution import ExecutionOptions, describe_exception, run_cell
-    from .measurement import Measurement
-    from .status import Status
-    from .timing import TimingPolicy
 
     registry = plugins.load(tuple(args.plugin))
     adapter = registry.adapter(args.adapter)

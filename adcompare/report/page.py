@@ -20,6 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
@@ -156,8 +158,6 @@ def _per_hardware(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measu
 
 
 def _environment():
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.PackageLoader("adcompare", "report"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(seconds=seconds, number=number, calls=calls)

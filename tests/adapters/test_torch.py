@@ -18,8 +18,8 @@ from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402
 from adcompare.inputs import cell_inputs  # noqa: E402
 from adcompare.namespace_probes import PROBES, probe_input  # noqa: E402
-from adcompare.operators import OPERATORS, applicable_operators, expected_shape, spec  # noqa: E402
-from adcompare.problem import example_output_shape, output_shape, problem  # noqa: E402
+from adcompare.operators import OPERATORS, expected_shape, spec  # noqa: E402
+from adcompare.problem import applicable_operators, example_output_shape, output_shape, problem  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
 from adcompare.adapters import torch as torch_adapter  # noqa: E402
