@@ -4,7 +4,7 @@ Importing this package imports no AD framework; each adapter imports its framewo
 """
 from __future__ import annotations
 
-from .adapter import Adapter, Availability, Capability, CellInputs, Prepared, Request, Support
+from .adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
 from .hookspecs import hookimpl
 from .problem import Problem, grid, problem
 
@@ -16,6 +16,6 @@ except Exception:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 __all__ = [
-    "Adapter", "Availability", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Support",
+    "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Support",
     "grid", "hookimpl", "problem", "__version__",
 ]

@@ -293,7 +293,7 @@ def test_algorithms_say_what_happens(adapter):
 def test_unsupported_variant_and_device_say_why(registry, adapter):
     for op in OPERATORS:
         cap = adapter.capability(op, "compiled")
-        assert not cap.supported and cap.reason == "autograd has no compiler"
+        assert not cap.supported and cap.reason == "autograd has no compiler; use variant 'eager'"
     assert "no variant 'graph'" in adapter.capability("grad", "graph").reason
     assert set(adapter.variants) == {"eager"} and adapter.devices == ("cpu",)
     assert adapter.device_unavailable("cpu") is None

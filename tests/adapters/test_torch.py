@@ -23,6 +23,7 @@ from adcompare.problem import applicable_operators, example_output_shape, output
 from adcompare.status import Status  # noqa: E402
 
 from adcompare.adapters import torch as torch_adapter  # noqa: E402
+from adcompare.adapters import torch_namespace  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 EAGER_VARIANTS = ("eager", "eager-autograd")
@@ -80,7 +81,7 @@ FIX_PROBES = {**BREAKING, **SPEED}
 
 
 def test_every_fix_has_a_probe():
-    assert set(FIX_PROBES) == set(torch_adapter.FIXES)
+    assert set(FIX_PROBES) == set(torch_namespace.FIXES)
 
 
 def _vmapped_jacobian_and_dynamo(fn):
