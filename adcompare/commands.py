@@ -54,8 +54,7 @@ def _progress_callbacks(total: int, enabled: bool):
 
 
 def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset()):
-    options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
-                                policy={} if time_it else {})
+    options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it)
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
     record = writer.add if writer else (lambda m: None)
     on_worker = writer.add_worker if writer else (lambda info: None)

@@ -14,26 +14,17 @@ from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
 from .problem import output_shape
-from .runner import STANDARD_VARIANTS
 from .status import Status
+from .units import seconds
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
-
-
-def seconds(value: float | None) -> str:
-    if value is None:
-        return "—"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
 
 
 def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
     adapters = []
     for name, a in sorted(registry.adapters.items()):
         avail = a.available()
-        variants = tuple(dict.fromkeys((*STANDARD_VARIANTS, *a.variants)))
+        variants = a.planned_variants()
         support = {v: {op: {"support": (c := a.capability(op, v)).support.value, "algorithm": c.algorithm,
                             "reason": c.reason} for op in OPERATORS} for v in variants}
         adapters.append({"name": name, "installed": avail.installed, "version": avail.version,
@@ -45,7 +36,7 @@ def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
             continue
         problems.append({"name": p.name, "sizes": [s.label for s in p.sizes], "tags": list(p.tags),
                          "wrt": p.wrt, "batch": p.batch, "operators": list(p.operators or []),
-                         "output_shape_at_smallest": list(output_shape(p, p.sizes[0])),
+                         "output_shape_at_smallest": list(output_shape(p, p.smallest_size)),
                          "summary": p.description.splitlines()[0] if p.description else ""})
     broken = [{"name": b.name, "reason": b.reason} for b in registry.broken]
     return {"adapters": adapters, "problems": problems, "broken_plugins": broken}
@@ -152,8 +143,8 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
         t.add_row(c.problem, c.size, c.operator, c.adapter, c.variant, c.dtype, c.device,
-                  f"[{style}]{m.status.value}[/]", seconds(tm.median if tm else None),
-                  seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
+                  f"[{style}]{m.status.value}[/]", seconds(tm.median if tm else None, "—"),
+                  seconds(tm.iqr if tm else None, "—"), seconds(tm.compile if tm else None, "—"),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
     console.print(t)
     counts = defaultdict(int)

@@ -28,8 +28,10 @@ class ResultsFileError(UsageError):
     """A file is not adcompare results, or has a schema this version cannot read."""
 
 
-class PluginError(AdcompareError):
-    """A plugin could not be loaded; recorded against the plugin, the rest keep working."""
+class PluginError(UsageError):
+    """A plugin named with --plugin could not be loaded (no such file or module, its import or hook raised): the
+    user asked for it, so the command stops (exit 2). A failing entry-point plugin is not raised but recorded as
+    broken (plugins.BrokenPlugin), and the rest keep working."""
 
 
 class RequiredFrameworkMissing(AdcompareError):

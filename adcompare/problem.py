@@ -64,9 +64,14 @@ class Problem:
     source: str = ""
 
     @property
+    def sizes_ascending(self) -> tuple[Size, ...]:
+        """The sizes from smallest to largest: by total dimension units, ties dimension by dimension. The one order
+        behind "smallest" (tests, checks and the quick suite start there) and "larger" (a timeout skips them)."""
+        return tuple(sorted(self.sizes, key=lambda s: (sum(v for _, v in s.dims), tuple(v for _, v in s.dims))))
+
+    @property
     def smallest_size(self) -> Size:
-        """The size with the fewest dimension units: where tests, checks and the quick suite start."""
-        return min(self.sizes, key=lambda s: sum(v for _, v in s.dims))
+        return self.sizes_ascending[0]
 
     def size(self, label: str) -> Size:
         for s in self.sizes:

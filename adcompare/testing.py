@@ -53,10 +53,11 @@ from .execution import describe_exception
 from .inputs import cell_inputs
 from .measurement import Check
 from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
-from .operators import OPERATORS, applicable, expected_shape
+from .operators import OPERATORS, expected_shape
 from .problem import Problem, example_output_shape, output_shape
+from .problem import applicable_operators as admitted_operators
 from .problem import problem as declare_problem
-from .runner import STANDARD_VARIANTS, Plan, RunOptions, run
+from .runner import Plan, RunOptions, run
 from .status import Status
 from .tolerance import scaled_error, tolerance
 
@@ -105,16 +106,13 @@ class SyncTiming:
 
 
 def variants_of(adapter: Adapter) -> tuple[str, ...]:
-    """The variants `adcompare run` plans for this adapter: the standard ones and its own."""
-    return tuple(dict.fromkeys((*STANDARD_VARIANTS, *adapter.variants)))
+    """The variants `adcompare run` plans for this adapter (kept for suites that call it; see planned_variants)."""
+    return adapter.planned_variants()
 
 
 def applicable_operators(problem: Problem, size_label: str) -> list[str]:
-    size = problem.size(size_label)
-    out = output_shape(problem, size)
-    example = example_output_shape(problem, size) if problem.batch else None
-    return [op for op in (problem.operators or OPERATORS)
-            if applicable(op, out_shape=out, example_out_shape=example, has_batch=problem.batch is not None) is None]
+    """The problem's operators that its output shapes at `size_label` admit (problem.applicable_operators)."""
+    return admitted_operators(problem, problem.size(size_label))
 
 
 def supported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS,
@@ -348,15 +346,19 @@ class AdapterConformance:
         if reason:
             request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
 
+    # Class-scoped fixtures are classmethods: pytest runs them once per class, not per test instance, so they
+    # may read class attributes only (pytest 9.1 deprecates instance-method ones; pytest 10 removes them).
     @pytest.fixture(scope="class")
-    def installed(self) -> None:
-        avail = self.adapter.available()
+    @classmethod
+    def installed(cls) -> None:
+        avail = cls.adapter.available()
         if not avail.installed:
-            pytest.skip(f"adapter {self.adapter.name!r} is not installed: {avail.reason}")
+            pytest.skip(f"adapter {cls.adapter.name!r} is not installed: {avail.reason}")
 
     @pytest.fixture(scope="class")
-    def dtype(self, request: pytest.FixtureRequest, installed: None) -> str:
-        self.adapter.setup(dtype=request.param, device=self.device, threads=self.threads)
+    @classmethod
+    def dtype(cls, request: pytest.FixtureRequest, installed: None) -> str:
+        cls.adapter.setup(dtype=request.param, device=cls.device, threads=cls.threads)
         return request.param
 
     def _outcome(self, dtype: str, case: Case) -> Outcome:
