@@ -14,6 +14,7 @@ from . import display, plugins, provenance, runner
 from .comparison import compare
 from .errors import UsageError
 from .expectations import expected_failure
+from .fingerprint import this_machine
 from .results import ResultsWriter, finished_keys, load
 from .status import Status
 
@@ -26,6 +27,12 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     for b in registry.broken:
         err.print(f"[yellow]plugin {b.name!r} is broken and was skipped:[/] {b.reason}", highlight=False)
     return registry
+
+
+def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
+    """This run's header, with the machine fingerprint its records carry (versions of every known framework)."""
+    dists = [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
+    return provenance.collect(args.threads, this_machine(dists))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -124,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if not args.resume and Path(args.output).exists():
         err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")
-    with ResultsWriter(args.output, provenance.collect(args.threads), resume=args.resume) as writer:
+    with ResultsWriter(args.output, _provenance(registry, args), resume=args.resume) as writer:
         measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip)
     display.print_summary(out, measurements)
     out.print(f"results: {args.output}")
@@ -142,7 +149,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         plan = _plan(registry, runner.Selection(suite="quick"), args)
         path = out_dir / "results.jsonl"
-        with ResultsWriter(path, provenance.collect(args.threads)) as writer:
+        with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
