@@ -102,10 +102,10 @@ def test_a_failure_that_poisons_the_process_costs_one_cell():
 
     registry = plugins.load((str(FIXTURES / "plugins" / "sticky.py"),))
     cells = [Cell(p, "n3", "value", "sticky", "eager", "cpu", "float64") for p in ("poisons", "after_poison")]
-    got = _run(registry, cells)
-    assert got["poisons/n3"].status is Status.FAILED
-    assert "poisons this process" in got["poisons/n3"].details["worker_restarted"]
-    assert got["after_poison/n3"].status is Status.OK, got["after_poison/n3"].message
+    poisons, after = (_run(registry, cells)[c] for c in cells)
+    assert poisons.status is Status.FAILED
+    assert "poisons this process" in poisons.details["worker_restarted"]
+    assert after.status is Status.OK, after.message
 
 
 def test_workers_on_the_cpu_go_on_after_a_failure(registry):
