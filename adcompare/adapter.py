@@ -17,7 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .errors import UnsupportedOperation
+from .operators import minimum_elements
 from .problem import Problem
+from .shapes import Shapes
 
 
 STANDARD_VARIANTS = ("eager", "compiled")  # planned for every adapter: one it lacks is reported unsupported
@@ -208,6 +210,18 @@ class Adapter(ABC):
     def build(self, bound: Bound) -> Prepared:
         """The framework's transform of `bound.f` for `bound.operator`, compiled if the variant asks for it."""
         raise NotImplementedError(f"{type(self).__name__} must implement build (or prepare)")
+
+    def materialised_elements(self, operator: str, variant: str, shapes: Shapes) -> int:
+        """The most array elements this adapter's algorithm for `operator` holds at once at `shapes` (inputs and
+        result included), for the memory pre-flight that marks cells `too_large` instead of letting the worker be
+        killed. Must not import the framework.
+
+        Default: what the operator needs by its nature (`operators.minimum_elements`: the result, plus the basis
+        of tangents or cotangents for the Jacobian forms). Override when your algorithm builds more, e.g. a `vjp`
+        or `hvp` computed through a dense Jacobian or Hessian needs `shapes.n_out * shapes.n_in` or
+        `shapes.n_in ** 2`. The conformance suite checks the answer is never below the default.
+        """
+        return minimum_elements(operator, shapes)
 
     def sync(self, out: Any) -> None:
         """Block until `out` is computed (inside the timed region)."""

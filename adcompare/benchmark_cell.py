@@ -12,8 +12,8 @@ from .inputs import cell_inputs
 from .status import Status
 
 
-def benchmark_cell(cell: Cell, benchmark) -> None:
-    registry = plugins.load()
+def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) -> None:
+    registry = plugins.load(plugin_specs)
     adapter, problem = registry.adapter(cell.adapter), registry.problem(cell.problem)
     capability = adapter.capability(cell.operator, cell.variant)
     if not capability.supported:

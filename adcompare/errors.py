@@ -34,6 +34,10 @@ class PluginError(UsageError):
     broken (plugins.BrokenPlugin), and the rest keep working."""
 
 
+class SchedulerError(AdcompareError):
+    """The scheduler refused or could not be reached (e.g. sbatch failed); nothing of the study was lost."""
+
+
 class RequiredFrameworkMissing(AdcompareError):
     """ADCOMPARE_REQUIRE names a framework that is not installed or not usable."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import problem
+from adcompare import Shapes, problem
 
 CAMERA_PARAMS = 11
 BLOCK = CAMERA_PARAMS + 3 + 1  # camera, point, weight: the parameters one observation depends on
@@ -106,3 +106,8 @@ def gather(cams, X, w, feats, cam_idx, point_idx):
 @bundle_adjustment.inputs
 def _(rng, n, m, p):
     return {"delta": np.zeros(BLOCK), "observations": gather(*generate(rng, n, m, p))}
+
+
+@bundle_adjustment.shapes
+def _(n, m, p):
+    return Shapes(wrt=(BLOCK,), output=(p, 3), batch=p, example_output=(3,), flops=120 * p, operations=60)

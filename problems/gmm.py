@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from adcompare import grid, problem
+from adcompare import Shapes, grid, problem
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
 WISHART_M = 0
@@ -98,3 +98,10 @@ def _(rng, d, K, n):
     icf = rng.standard_normal((K, d + d * (d - 1) // 2))
     return {"params": np.concatenate([alphas, means, icf], axis=1),
             "x": rng.standard_normal((n, d))}
+
+
+@gmm.shapes
+def _(d, K, n):
+    # L @ x dominates the work; the column loop of _lower_triangle dispatches ~4 operations per dimension.
+    return Shapes(wrt=(K, 1 + d + d * (d + 1) // 2), output=(), flops=2 * K * d * d * n + 12 * K * d * n,
+                  operations=40 + 4 * d)

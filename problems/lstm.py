@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import problem
+from adcompare import Shapes, problem
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
@@ -77,3 +77,9 @@ def _(rng, l, c, b):
     state = rng.uniform(-1.0, 1.0, (2 * l, b))
     sequence = np.eye(b)[rng.integers(0, b, c)]
     return {"params": params, "state": state, "sequence": sequence}
+
+
+@lstm.shapes
+def _(l, c, b):
+    # The Python loop runs c − 1 steps of l layers, ~15 operations each, plus ~6 per step for the prediction.
+    return Shapes(wrt=(8 * l + 3, b), output=(), flops=40 * l * c * b, operations=(c - 1) * (15 * l + 6))
