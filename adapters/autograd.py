@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Capability, Prepared, Request
+from adcompare.adapter import Adapter, Bound, Capability, Prepared
+from adcompare.errors import CellFailure
+
+from . import autograd_namespace
 
 NO_VMAP = "autograd has no vectorising map; adcompare loops over the examples in Python"
 CAPABILITIES: dict[str, Capability] = {
@@ -96,6 +99,7 @@ class AutogradAdapter(Adapter):
     module = "autograd"
     runtime_distributions = ("numpy",)
     variants = {"eager": "traced anew on every call (autograd has no compiler)"}
+    missing_variants = {"compiled": NO_COMPILER}
     devices = ("cpu",)
 
     def device_unavailable(self, device: str) -> str | None:
@@ -104,35 +108,15 @@ class AutogradAdapter(Adapter):
         return f"autograd: device {device!r} is unsupported: {CPU_ONLY}; use --device cpu"
 
     def namespace(self) -> ModuleType:
-        from .autograd_namespace import namespace
+        return autograd_namespace.namespace()
 
-        return namespace()
-
-    def capability(self, operator: str, variant: str) -> Capability:
-        if variant == "compiled":
-            return Capability.unsupported(NO_COMPILER)
-        if variant not in self.variants:
-            return Capability.unsupported(f"autograd has no variant {variant!r}; use 'eager'")
+    def operator_capability(self, operator: str, variant: str) -> Capability:
         return CAPABILITIES[operator]
 
-    def prepare(self, request: Request) -> Prepared:
+    def build(self, bound: Bound) -> Prepared:
         import autograd
 
-        from adcompare.errors import CellFailure, UnsupportedOperation
-
-        capability = self.capability(request.operator, request.variant)
-        if not capability.supported:
-            raise UnsupportedOperation(f"adapter 'autograd': {request.operator} in variant {request.variant!r}: "
-                                       f"{capability.reason}")
-        unavailable = self.device_unavailable(request.device)
-        if unavailable:
-            raise UnsupportedOperation(unavailable)
-        inputs = request.inputs
-        # Copies: the cell never aliases the caller's arrays. Constants are bound once, never differentiated.
-        f = request.problem.bind(self.namespace(), {k: np.array(v) for k, v in inputs.constants.items()})
-        extra = next((a for a in (inputs.batch, inputs.tangent, inputs.cotangent) if a is not None), None)
-        args = (np.array(inputs.wrt),) + ((np.array(extra),) if extra is not None else ())
-        fn = build_operator(autograd, request.operator, f)
+        fn, args = build_operator(autograd, bound.operator, bound.f), bound.args
         seen: dict[str, Any] = {}
 
         def run() -> Any:
@@ -149,7 +133,7 @@ class AutogradAdapter(Adapter):
 
         def after_first_call() -> dict[str, Any]:
             dtype = str(seen["dtype"])
-            return {"result_dtype": dtype, "promoted_to_float64": dtype != request.dtype}
+            return {"result_dtype": dtype, "promoted_to_float64": dtype != bound.request.dtype}
 
         return Prepared(run, details={"numpy": np.__version__}, after_first_call=after_first_call)
 

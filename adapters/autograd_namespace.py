@@ -21,12 +21,13 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from .namespace_fix import Fix
 
 # Dtypes and constants come from NumPy itself: autograd.numpy's int32/int64 are wrapped subclasses of NumPy's.
 ATTRIBUTE_VALUES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64,
@@ -42,15 +43,6 @@ class SlogdetResult(NamedTuple):
 class EighResult(NamedTuple):
     eigenvalues: Any
     eigenvectors: Any
-
-
-@dataclass(frozen=True)
-class Fix:
-    """One replaced name: what the raw autograd name does wrong, and the function that replaces it."""
-
-    trap: str  # "no derivative rule", "no forward-mode rule" or "wrong derivative"
-    route: str  # how the replacement avoids it, in a few words
-    build: Callable[[ModuleType, ModuleType], Callable[..., Any]]  # (anp, namespace being built) -> function
 
 
 def _axes(x: Any, axis: int | Sequence[int] | None) -> tuple[int, ...]:

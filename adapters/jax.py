@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Capability, Prepared, Request
-from adcompare.errors import UnsupportedOperation
+from adcompare.adapter import Adapter, Bound, Capability, Prepared
 
 ALGORITHMS = {
     "value": "plain evaluation",
@@ -30,18 +29,21 @@ ALGORITHMS = {
 }
 
 
+COMPILE_METHOD = "ahead of time: jax.jit(f).lower(...).compile(); timed calls go through the same jax.jit"
+
+
 def build_operator(jax: ModuleType, operator: str, f):
-    """The transformed function for `operator`; f is f(w, consts) or, per-example, f(w, example, consts)."""
-    per_example = (None, 0, None)
+    """The transformed function for `operator`; f is f(w) or, per-example, f(w, example), constants bound."""
+    per_example = (None, 0)  # wrt shared, the batch argument mapped over its leading axis
     return {
         "value": lambda: f,
         "grad": lambda: jax.grad(f),
-        "jvp": lambda: lambda w, v, c: jax.jvp(lambda w_: f(w_, c), (w,), (v,))[1],
-        "vjp": lambda: lambda w, u, c: jax.vjp(lambda w_: f(w_, c), w)[1](u)[0],
+        "jvp": lambda: lambda w, v: jax.jvp(f, (w,), (v,))[1],
+        "vjp": lambda: lambda w, u: jax.vjp(f, w)[1](u)[0],
         "jacfwd": lambda: jax.jacfwd(f),
         "jacrev": lambda: jax.jacrev(f),
         "hessian": lambda: jax.hessian(f),
-        "hvp": lambda: lambda w, v, c: jax.jvp(jax.grad(lambda w_: f(w_, c)), (w,), (v,))[1],
+        "hvp": lambda: lambda w, v: jax.jvp(jax.grad(f), (w,), (v,))[1],
         "vmap_grad": lambda: jax.vmap(jax.grad(f), in_axes=per_example),
         "vmap_jacfwd": lambda: jax.vmap(jax.jacfwd(f), in_axes=per_example),
         "vmap_jacrev": lambda: jax.vmap(jax.jacrev(f), in_axes=per_example),
@@ -72,11 +74,7 @@ class JaxAdapter(Adapter):
 
         return jax.devices("cpu" if device == "cpu" else "gpu")[0]
 
-    def device_unavailable(self, device: str) -> str | None:
-        if device == "cpu":
-            return None
-        if device != "cuda":
-            return f"jax: unknown device {device!r}; use cpu or cuda"
+    def gpu_unavailable(self, device: str) -> str | None:
         import jax
 
         try:
@@ -93,44 +91,36 @@ class JaxAdapter(Adapter):
 
         return jnp
 
-    def capability(self, operator: str, variant: str) -> Capability:
-        if variant not in self.variants:
-            return Capability.unsupported(f"jax has no variant {variant!r}; use one of {sorted(self.variants)}")
+    def operator_capability(self, operator: str, variant: str) -> Capability:
         return Capability.native(ALGORITHMS[operator])
 
-    def prepare(self, request: Request) -> Prepared:
+    def place(self, array: np.ndarray, device: str) -> Any:
         import jax
 
-        capability = self.capability(request.operator, request.variant)
-        if not capability.supported:
-            raise UnsupportedOperation(capability.reason)
-        xp = self.namespace()
-        problem, inputs = request.problem, request.inputs
-        device = self._device(request.device)
+        return jax.device_put(np.asarray(array), self._device(device))
 
-        def put(a: np.ndarray) -> Any:
-            return jax.device_put(np.asarray(a), device)
+    def build(self, bound: Bound) -> Prepared:
+        import jax
 
-        consts = {k: put(v) for k, v in inputs.constants.items()}
-        if inputs.batch is not None:
-            def f(w, example, c):
-                return problem.bind(xp, c)(w, example)
-        else:
-            def f(w, c):
-                return problem.bind(xp, c)(w)
+        args = bound.args
+        if bound.variant == "eager":
+            fn = build_operator(jax, bound.operator, bound.f)
+            return Prepared(lambda: fn(*args))
+        # Compiled: the constants are positional arguments of the jitted function. Closed over, JAX would embed
+        # them in the program as literals (megabytes at large sizes, and open to constant folding); a dict
+        # argument costs a pytree flatten per call. AOT compilation fills jax.jit's own cache, so the timed
+        # calls take jax.jit's C++ fast path, not the slower Python call of the AOT `Compiled` object.
+        problem, xp, names, n = bound.request.problem, self.namespace(), tuple(bound.constants), len(args)
 
-        fn = build_operator(jax, request.operator, f)
-        extra = inputs.tangent if inputs.tangent is not None else inputs.cotangent
-        if inputs.batch is not None:
-            extra = inputs.batch
-        args = (put(inputs.wrt),) + ((put(extra),) if extra is not None else ()) + (consts,)
+        def staged(*flat: Any) -> Any:
+            f = problem.bind(xp, dict(zip(names, flat[n:])))
+            return build_operator(jax, bound.operator, f)(*flat[:n])
 
-        if request.variant == "compiled":
-            start = time.perf_counter()
-            compiled = jax.jit(fn).lower(*args).compile()
-            seconds = time.perf_counter() - start
-            return Prepared(lambda: compiled(*args), seconds, "ahead of time: jax.jit(f).lower(...).compile()")
-        return Prepared(lambda: fn(*args))
+        jitted, flat = jax.jit(staged), (*args, *bound.constants.values())
+        start = time.perf_counter()
+        jitted.lower(*flat).compile()
+        seconds = time.perf_counter() - start
+        return Prepared(lambda: jitted(*flat), seconds, COMPILE_METHOD)
 
     def sync(self, out: Any) -> None:
         import jax
@@ -140,12 +130,9 @@ class JaxAdapter(Adapter):
     def to_numpy(self, out: Any) -> np.ndarray:
         return np.asarray(out)
 
-    def peak_device_memory(self, device: str) -> int | None:
-        if device == "cpu":
-            return None
+    def gpu_peak(self, device: str) -> int | None:
         stats = self._device(device).memory_stats() or {}
         return stats.get("peak_bytes_in_use")
-
 
 
 @hookimpl

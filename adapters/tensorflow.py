@@ -32,7 +32,10 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Capability, Prepared, Request
+from adcompare.adapter import Adapter, Bound, Capability, Prepared
+from adcompare.errors import CellFailure
+
+from . import tensorflow_namespace
 
 PFOR = "pfor, or a tf.while_loop where pfor cannot convert an op (recorded per cell)"
 ALGORITHMS = {
@@ -65,9 +68,7 @@ RETRACING = "triggered tf.function retracing"
 
 
 def tensorflow() -> ModuleType:
-    from .tensorflow_namespace import import_tensorflow
-
-    return import_tensorflow()
+    return tensorflow_namespace.import_tensorflow()
 
 
 class TensorflowLogFilter(logging.Filter):
@@ -89,8 +90,6 @@ class TensorflowLogFilter(logging.Filter):
 
 def explained(call: Callable[[], Any]) -> Any:
     """call(), with TensorFlow's rank error from a 1-d `@` turned into a CellFailure that names the fix."""
-    from adcompare.errors import CellFailure
-
     try:
         return call()
     except Exception as exc:
@@ -170,6 +169,21 @@ def build_operator(tf: ModuleType, operator: str, f: Callable[..., Any]) -> Call
     }[operator]()
 
 
+def trace_ahead(tf: ModuleType, fn: Callable[..., Any], args: tuple[Any, ...], device: str, jit: bool,
+                sync: Callable[[Any], None]) -> tuple[Any, float, int]:
+    """(concrete function, seconds to trace it and make the first, synced call, traces): see COMPILE_METHOD."""
+    signature = [tf.TensorSpec(a.shape, a.dtype) for a in args]
+    # autograph off: the problems' loops are static Python, unrolled at trace time, and autograph cannot parse
+    # Problem.bind's lambdas anyway (it warns, then runs them unconverted).
+    function = tf.function(fn, input_signature=signature, jit_compile=jit, autograph=False)
+    start = time.perf_counter()
+    with tf.device(device):
+        concrete = explained(function.get_concrete_function)
+        first = concrete(*args)
+    sync(first)
+    return concrete, time.perf_counter() - start, function.experimental_get_tracing_count()
+
+
 # --- the adapter ---------------------------------------------------------------------------------------------
 
 class TensorflowAdapter(Adapter):
@@ -222,11 +236,7 @@ class TensorflowAdapter(Adapter):
     def _tf_device(self, device: str) -> str:
         return "/GPU:0" if device == "cuda" else "/CPU:0"
 
-    def device_unavailable(self, device: str) -> str | None:
-        if device == "cpu":
-            return None
-        if device != "cuda":
-            return f"tensorflow: unknown device {device!r}; use cpu or cuda"
+    def gpu_unavailable(self, device: str) -> str | None:
         tf = tensorflow()
         if not tf.config.list_physical_devices("GPU"):
             cuda = "with CUDA" if tf.test.is_built_with_cuda() else "without CUDA"
@@ -242,40 +252,20 @@ class TensorflowAdapter(Adapter):
         return device
 
     def namespace(self) -> ModuleType:
-        from .tensorflow_namespace import namespace
+        return tensorflow_namespace.namespace()
 
-        return namespace()
-
-    def capability(self, operator: str, variant: str) -> Capability:
-        if variant not in self.variants:
-            return Capability.unsupported(f"tensorflow has no variant {variant!r}; use one of "
-                                          f"{sorted(self.variants)}")
+    def operator_capability(self, operator: str, variant: str) -> Capability:
         return Capability.native(ALGORITHMS[operator])
 
-    def prepare(self, request: Request) -> Prepared:
-        from adcompare.errors import UnsupportedOperation
+    def place(self, array: np.ndarray, device: str) -> Any:
+        with tensorflow().device(self._tf_device(device)):
+            return tensorflow().constant(np.array(array))  # a copy: the cell never aliases NumPy memory
 
-        tf = tensorflow()
-        capability = self.capability(request.operator, request.variant)
-        if not capability.supported:
-            raise UnsupportedOperation(f"adapter 'tensorflow': {request.operator} in variant "
-                                       f"{request.variant!r}: {capability.reason}")
-        unavailable = self.device_unavailable(request.device)
-        if unavailable:
-            raise UnsupportedOperation(unavailable)
-        log = self._filter()
+    def build(self, bound: Bound) -> Prepared:
+        tf, args, log = tensorflow(), bound.args, self._filter()
         log.fallbacks.clear()
-        inputs = request.inputs
-        device = self._tf_device(request.device)
-        with tf.device(device):
-            def put(a: np.ndarray) -> Any:
-                return tf.constant(np.array(a))  # a copy: the cell never aliases NumPy memory
-
-            # Constants are bound once: closed over (captured by a tf.function), never differentiated or mapped.
-            f = request.problem.bind(self.namespace(), {k: put(v) for k, v in inputs.constants.items()})
-            extra = next((a for a in (inputs.batch, inputs.tangent, inputs.cotangent) if a is not None), None)
-            args = (put(inputs.wrt),) + ((put(extra),) if extra is not None else ())
-        fn = build_operator(tf, request.operator, f)
+        device = self._tf_device(bound.request.device)
+        fn = build_operator(tf, bound.operator, bound.f)
         details: dict[str, Any] = {
             "device": device, "device_pinned_in_setup": self._pinned,
             "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
@@ -285,7 +275,7 @@ class TensorflowAdapter(Adapter):
         def after_first_call() -> dict[str, Any]:
             return {"pfor_while_loop_fallbacks": list(log.fallbacks)}
 
-        if request.variant == "eager":
+        if bound.variant == "eager":
             if self._pinned:
                 def run() -> Any:
                     return explained(lambda: fn(*args))
@@ -296,20 +286,11 @@ class TensorflowAdapter(Adapter):
 
             return Prepared(run, details=details, after_first_call=after_first_call)
 
-        jit = request.variant == "compiled"
-        signature = [tf.TensorSpec(a.shape, a.dtype) for a in args]
-        # autograph off: the problems' loops are static Python, unrolled at trace time, and autograph cannot parse
-        # Problem.bind's lambdas anyway (it warns, then runs them unconverted).
-        function = tf.function(fn, input_signature=signature, jit_compile=jit, autograph=False)
-        start = time.perf_counter()
-        with tf.device(device):
-            concrete = explained(function.get_concrete_function)
-            first = concrete(*args)
-        self.sync(first)
-        seconds = time.perf_counter() - start
-        details.update(jit_compile=jit, traces=function.experimental_get_tracing_count())
+        jit = bound.variant == "compiled"
+        concrete, seconds, traces = trace_ahead(tf, fn, args, device, jit, self.sync)
+        details.update(jit_compile=jit, traces=traces)
         return Prepared(lambda: concrete(*args), compile_seconds=seconds,
-                        compile_method=COMPILE_METHOD[request.variant], details=details,
+                        compile_method=COMPILE_METHOD[bound.variant], details=details,
                         after_first_call=after_first_call)
 
     def sync(self, out: Any) -> None:
@@ -320,14 +301,11 @@ class TensorflowAdapter(Adapter):
     def to_numpy(self, out: Any) -> np.ndarray:
         return out.numpy()
 
-    def reset_peak_device_memory(self, device: str) -> None:
-        if device == "cuda" and self.device_unavailable(device) is None:
-            tensorflow().config.experimental.reset_memory_stats("GPU:0")
+    def reset_gpu_peak(self, device: str) -> None:
+        tensorflow().config.experimental.reset_memory_stats("GPU:0")
 
-    def peak_device_memory(self, device: str) -> int | None:
-        if device == "cuda" and self.device_unavailable(device) is None:
-            return int(tensorflow().config.experimental.get_memory_info("GPU:0")["peak"])
-        return None
+    def gpu_peak(self, device: str) -> int | None:
+        return int(tensorflow().config.experimental.get_memory_info("GPU:0")["peak"])
 
 
 @hookimpl

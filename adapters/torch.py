@@ -10,12 +10,11 @@ Variants:
   without it the recompile limit is hit and Dynamo silently runs eagerly. A graph break, a recompile in steady
   state or a first call that compiled nothing fails the cell instead.
 
-The namespace is array-api-compat's torch namespace; the few names that break torch.func or Dynamo are replaced
-in one table, `FIXES`. torch is imported inside methods only.
+The namespace is array-api-compat's torch namespace with the few names that break torch.func or Dynamo replaced
+(torch_namespace.py, `FIXES`). torch is imported inside methods only.
 """
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Capability, Prepared, Request
+from adcompare.adapter import Adapter, Bound, Capability, Prepared
 from adcompare.errors import CellFailure
+
+from .torch_namespace import FORWARD_MODE, SCALAR_FIX, fixed_namespace, with_scalar_fix
 
 ALGORITHMS = {
     "value": "plain evaluation",
@@ -59,117 +60,6 @@ AUTOGRAD_UNSUPPORTED = {
 }
 
 COMPILE_METHOD = "first call minus steady state"  # torch.compile compiles lazily, on the first call
-
-
-# --- namespace fixes -----------------------------------------------------------------------------------------
-# Each entry: standard name -> factory(torch, compat_namespace) -> replacement function, for a compat function that
-# breaks torch.func or Dynamo, or that is many times slower than the torch function an expert would call. Every
-# fix is tested against NumPy and under torch.func.vmap and Dynamo (tests/adapters/test_torch.py).
-
-def _sign(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:
-    def sign(x, /):
-        """compat assigns NaN through a boolean mask, which torch.func.vmap and Dynamo cannot batch/trace."""
-        if x.dtype.is_complex:
-            return compat.sign(x)
-        return torch.where(torch.isnan(x), x, torch.sign(x))  # torch.sign(nan) is 0; the standard says nan
-
-    return sign
-
-
-def _scalar_operand(name: str) -> Callable[[ModuleType, ModuleType], Callable[..., Any]]:
-    """compat turns a Python scalar operand into a tensor through torch.result_type, which Dynamo cannot trace
-    (a torch op returning a dtype): a graph break. The standard gives the scalar the array's dtype; do that."""
-
-    def factory(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:
-        op = getattr(compat, name)
-
-        def as_tensor(value: Any, other: Any) -> Any:
-            if (type(value) in (int, float) and isinstance(other, torch.Tensor) and other.is_floating_point()):
-                return torch.as_tensor(value, dtype=other.dtype, device=other.device)
-            return value
-
-        def fixed(x1, x2, /, **kwargs):
-            return op(as_tensor(x1, x2), as_tensor(x2, x1), **kwargs)
-
-        fixed.__name__ = fixed.__qualname__ = name
-        return fixed
-
-    return factory
-
-
-def _vecdot(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:
-    def vecdot(x1, x2, /, *, axis: int = -1):
-        """compat's generic vecdot (moveaxis, broadcast, conj, a (1×n)@(n×1) matmul, indexing) took 70 µs where
-        torch.linalg.vecdot, the same contraction, took 3.5 µs at n = 10,000: a speed fix, not a correctness one."""
-        if x1.dtype != x2.dtype:  # mixed dtypes: compat's promotion rules apply
-            return compat.vecdot(x1, x2, axis=axis)
-        return torch.linalg.vecdot(x1, x2, dim=axis)
-
-    return vecdot
-
-
-FIXES: dict[str, Callable[[ModuleType, ModuleType], Callable[..., Any]]] = {
-    "vecdot": _vecdot,
-    "sign": _sign,
-    "maximum": _scalar_operand("maximum"),
-    "minimum": _scalar_operand("minimum"),
-    "atan2": _scalar_operand("atan2"),
-    "logaddexp": _scalar_operand("logaddexp"),
-}
-
-
-@functools.cache
-def fixed_namespace() -> ModuleType:
-    """array_api_compat.torch with `FIXES` applied, as a module of its own (compat's module is left untouched)."""
-    import array_api_compat.torch as compat
-    import torch
-
-    ns = ModuleType("adcompare.adapters.torch.xp", "array_api_compat.torch with adcompare's FIXES applied")
-    ns.__dict__.update({k: v for k, v in vars(compat).items() if not k.startswith("__")})
-    for name, factory in FIXES.items():
-        setattr(ns, name, factory(torch, compat))
-    return ns
-
-
-# --- the one arithmetic fix ----------------------------------------------------------------------------------
-# torch.func's forward mode drops the "wrapped number" mark of a Python float meeting a 0-d tensor, so the
-# tangent of `xp.vecdot(a, x) / math.sqrt(n)` becomes float64 in a float32 cell (pytorch/pytorch#90065): jvp and
-# jacfwd return float64 and hvp fails with "expected m1 and m2 to have the same dtype". Casting the result would
-# hide that and cannot rescue hvp; instead such a float becomes a 0-d tensor of the tensor's dtype before the op,
-# which is what torch's promotion rules give it anyway. Applied only where it can matter: forward-mode torch.func
-# operators in cells narrower than float64 (a Python float is float64 already). Recorded in the cell's details.
-FORWARD_MODE = frozenset({"jvp", "jacfwd", "hessian", "hvp", "vmap_jacfwd"})
-SCALAR_FIX = ("Python floats meeting 0-d tensors made 0-d tensors of the tensor's dtype "
-              "(TorchFunctionMode; torch.func forward mode otherwise upcasts tangents, pytorch/pytorch#90065)")
-_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "true_divide", "pow", "__add__", "__radd__", "__sub__",
-                         "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__"})
-
-
-@functools.cache
-def scalar_fix_mode() -> type:
-    """The TorchFunctionMode class behind SCALAR_FIX (built on first use: torch is imported lazily)."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    class PythonFloatsTakeTensorDtype(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if len(args) == 2 and getattr(func, "__name__", "") in _ARITHMETIC:
-                a, b = args
-                if type(b) is float and isinstance(a, torch.Tensor) and a.dim() == 0 and a.is_floating_point():
-                    args = (a, torch.tensor(b, dtype=a.dtype, device=a.device))
-            return func(*args, **(kwargs or {}))
-
-    return PythonFloatsTakeTensorDtype
-
-
-def with_scalar_fix(fn: Callable[..., Any]) -> Callable[..., Any]:
-    mode = scalar_fix_mode()
-
-    def fixed(*args: Any) -> Any:
-        with mode():
-            return fn(*args)
-
-    return fixed
 
 
 # --- operators -----------------------------------------------------------------------------------------------
@@ -294,11 +184,7 @@ class TorchAdapter(Adapter):
         except RuntimeError:  # only settable before the first parallel op; intra-op threads are what matters
             pass
 
-    def device_unavailable(self, device: str) -> str | None:
-        if device == "cpu":
-            return None
-        if device != "cuda":
-            return f"torch: unknown device {device!r}; use cpu or cuda"
+    def gpu_unavailable(self, device: str) -> str | None:
         import torch
 
         if not torch.cuda.is_available():
@@ -317,52 +203,32 @@ class TorchAdapter(Adapter):
     def namespace(self) -> ModuleType:
         return fixed_namespace()
 
-    def capability(self, operator: str, variant: str) -> Capability:
-        if variant not in self.variants:
-            return Capability.unsupported(f"torch has no variant {variant!r}; use one of {sorted(self.variants)}")
+    def operator_capability(self, operator: str, variant: str) -> Capability:
         if variant == "eager-autograd":
             if operator in AUTOGRAD_UNSUPPORTED:
                 return Capability.unsupported(AUTOGRAD_UNSUPPORTED[operator])
             return Capability.native(AUTOGRAD_ALGORITHMS[operator])
         return Capability.native(ALGORITHMS[operator])
 
-    def prepare(self, request: Request) -> Prepared:
+    def place(self, array: np.ndarray, device: str) -> Any:
         import torch
 
-        capability = self.capability(request.operator, request.variant)
-        if not capability.supported:
-            from adcompare.errors import UnsupportedOperation
+        return torch.tensor(np.asarray(array), device=torch.device(device))  # a copy: never aliases NumPy memory
 
-            raise UnsupportedOperation(f"adapter 'torch': {request.operator} in variant {request.variant!r}: "
-                                       f"{capability.reason}")
-        unavailable = self.device_unavailable(request.device)
-        if unavailable:
-            from adcompare.errors import UnsupportedOperation
+    def build(self, bound: Bound) -> Prepared:
+        import torch
 
-            raise UnsupportedOperation(unavailable)
-        device = torch.device(request.device)
-        inputs = request.inputs
-
-        def put(a: np.ndarray) -> Any:
-            return torch.tensor(np.asarray(a), device=device)  # a copy: the cell never aliases NumPy memory
-
-        # Constants bound once, before any transform: they are closed over, never differentiated or mapped.
-        f = request.problem.bind(self.namespace(), {k: put(v) for k, v in inputs.constants.items()})
-        extra = next((a for a in (inputs.batch, inputs.tangent, inputs.cotangent) if a is not None), None)
-        w = put(inputs.wrt)
-        args = (w,) + ((put(extra),) if extra is not None else ())
-        details = {"torch_threads": torch.get_num_threads(), "device": str(device)}
-
-        if request.variant == "eager-autograd":
-            fn = build_autograd_operator(torch, request.operator, f)
-            args = (w.requires_grad_(True),) + args[1:]
+        f, args, (w, *rest) = bound.f, bound.args, bound.args
+        details = {"torch_threads": torch.get_num_threads(), "device": str(torch.device(bound.request.device))}
+        if bound.variant == "eager-autograd":
+            fn = build_autograd_operator(torch, bound.operator, f)
+            args = (w.requires_grad_(True), *rest)
             return Prepared(lambda: fn(*args), details=details)
-
-        if request.operator in FORWARD_MODE and request.dtype != "float64":
+        if bound.operator in FORWARD_MODE and bound.request.dtype != "float64":
             f = with_scalar_fix(f)  # around the problem only: Dynamo cannot trace torch.func's own code under it
             details["scalar_fix"] = SCALAR_FIX
-        fn = build_func_operator(torch, request.operator, f)
-        if request.variant == "eager":
+        fn = build_func_operator(torch, bound.operator, f)
+        if bound.variant == "eager":
             return Prepared(lambda: fn(*args), details=details)
         return self._prepare_compiled(torch, fn, args, details)
 
@@ -404,19 +270,15 @@ class TorchAdapter(Adapter):
     def to_numpy(self, out: Any) -> np.ndarray:
         return out.detach().cpu().numpy()
 
-    def reset_peak_device_memory(self, device: str) -> None:
-        if device == "cuda" and self.device_unavailable(device) is None:
-            import torch
+    def reset_gpu_peak(self, device: str) -> None:
+        import torch
 
-            torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_peak_memory_stats()
 
-    def peak_device_memory(self, device: str) -> int | None:
-        if device == "cuda" and self.device_unavailable(device) is None:
-            import torch
+    def gpu_peak(self, device: str) -> int | None:
+        import torch
 
-            return int(torch.cuda.max_memory_allocated())
-        return None
-
+        return int(torch.cuda.max_memory_allocated())
 
 
 @hookimpl

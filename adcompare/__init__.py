@@ -4,7 +4,7 @@ Importing this package imports no AD framework; each adapter imports its framewo
 """
 from __future__ import annotations
 
-from .adapter import Adapter, Availability, Capability, CellInputs, Prepared, Request, Support
+from .adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
 from .hookspecs import hookimpl
 from .problem import Problem, grid, problem
 from .shapes import Shapes
@@ -17,6 +17,7 @@ except Exception:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 __all__ = [
-    "Adapter", "Availability", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes", "Support",
+    "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes",
+    "Support",
     "grid", "hookimpl", "problem", "__version__",
 ]

@@ -16,9 +16,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .errors import UnsupportedOperation
 from .operators import minimum_elements
 from .problem import Problem
 from .shapes import Shapes
+
+
+STANDARD_VARIANTS = ("eager", "compiled")  # planned for every adapter: one it lacks is reported unsupported
 
 
 class Support(str, Enum):
@@ -86,6 +90,26 @@ class Request:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """A request with its inputs placed on the cell's device and the problem's constants bound: what the
+    per-framework `Adapter.build` turns into a callable. The constants are closed over by `f`, never
+    differentiated or mapped; `constants` holds the same placed arrays for a framework that passes them on."""
+
+    request: Request
+    f: Callable[..., Any]  # f(w) or, for per-example operators, f(w, example)
+    args: tuple[Any, ...]  # (w,) or (w, extra): extra is the batch, the tangent or the cotangent
+    constants: Mapping[str, Any]  # the placed constants, by name (already inside f)
+
+    @property
+    def operator(self) -> str:
+        return self.request.operator
+
+    @property
+    def variant(self) -> str:
+        return self.request.variant
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A prepared cell: `run()` evaluates the operator once and returns the framework's (unsynced) result."""
 
@@ -97,15 +121,27 @@ class Prepared:
 
 
 class Adapter(ABC):
-    """Base class for framework adapters. Subclass, fill in the abstract methods, register via a hook."""
+    """Base class for framework adapters. Subclass, fill in `namespace`, `operator_capability`, `place` (when
+    your arrays are not NumPy's), `build` and `to_numpy`, and register the adapter through a hook.
+
+    `capability` and `prepare` are shared: `capability` answers for variants the adapter does not have (one
+    message); `prepare` refuses what `capability` declares unsupported and a device this machine lacks, places
+    the inputs, binds the constants and builds the argument tuple, then calls `build`. An adapter may still
+    override either one whole.
+    """
 
     name: ClassVar[str]
     distribution: ClassVar[str]  # the pip distribution whose version is reported, e.g. "jax"
     module: ClassVar[str]  # the importable module, e.g. "jax"
     runtime_distributions: ClassVar[tuple[str, ...]] = ()  # more versions worth recording, e.g. ("jaxlib",)
     variants: ClassVar[Mapping[str, str]] = {"eager": "op-by-op", "compiled": "compiled"}
+    missing_variants: ClassVar[Mapping[str, str]] = {}  # standard variants it lacks -> why, e.g. "no compiler"
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
+
+    def planned_variants(self) -> tuple[str, ...]:
+        """The variants `adcompare run` plans for this adapter: the standard ones and its own."""
+        return tuple(dict.fromkeys((*STANDARD_VARIANTS, *self.variants)))
 
     def available(self) -> Availability:
         """Installed and importable, found without importing the framework."""
@@ -122,7 +158,15 @@ class Adapter(ABC):
 
     def device_unavailable(self, device: str) -> str | None:
         """None when `device` can run here, else why not. Called in the worker (may import the framework)."""
-        return None if device == "cpu" else f"{self.name}: device {device!r} is not supported by this adapter"
+        if device == "cpu":
+            return None
+        if device not in self.devices:
+            return f"{self.name}: unknown device {device!r}; use {' or '.join(self.devices)}"
+        return self.gpu_unavailable(device)
+
+    def gpu_unavailable(self, device: str) -> str | None:
+        """Why a declared GPU device cannot run on this machine, or None. Called for devices other than cpu."""
+        return f"{self.name}: device {device!r} is not supported by this adapter"
 
     def device_name(self, device: str) -> str:
         """A human name for the device actually used (e.g. the GPU model)."""
@@ -132,13 +176,40 @@ class Adapter(ABC):
     def namespace(self) -> ModuleType:
         """The Array API namespace handed to problems as `xp`."""
 
-    @abstractmethod
     def capability(self, operator: str, variant: str) -> Capability:
         """Declared support and algorithm for `operator` in `variant`. Must not import the framework."""
+        if variant not in self.variants:
+            why = self.missing_variants.get(variant) or f"{self.name} has no variant {variant!r}"
+            return Capability.unsupported(f"{why}; use variant {' or '.join(map(repr, self.variants))}")
+        return self.operator_capability(operator, variant)
 
-    @abstractmethod
+    def operator_capability(self, operator: str, variant: str) -> Capability:
+        """Support and algorithm for `operator` in one of `variants` (the hook behind `capability`)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement operator_capability (or capability)")
+
     def prepare(self, request: Request) -> Prepared:
-        """Place inputs, apply the transform, compile if the variant asks for it."""
+        """Refuse, place, bind; then `build` transforms (and compiles, if the variant asks for it)."""
+        capability = self.capability(request.operator, request.variant)
+        if not capability.supported:
+            raise UnsupportedOperation(f"adapter {self.name!r}: {request.operator} in variant "
+                                       f"{request.variant!r}: {capability.reason}")
+        unavailable = self.device_unavailable(request.device)
+        if unavailable:
+            raise UnsupportedOperation(unavailable)
+        inputs = request.inputs
+        constants = {k: self.place(v, request.device) for k, v in inputs.constants.items()}
+        extra = next((a for a in (inputs.batch, inputs.tangent, inputs.cotangent) if a is not None), None)
+        args = tuple(self.place(a, request.device) for a in (inputs.wrt, extra) if a is not None)
+        f = request.problem.bind(self.namespace(), constants)
+        return self.build(Bound(request, f, args, constants))
+
+    def place(self, array: np.ndarray, device: str) -> Any:
+        """`array` as the framework's array on `device`: a copy, so a cell never aliases NumPy memory."""
+        return np.array(array)
+
+    def build(self, bound: Bound) -> Prepared:
+        """The framework's transform of `bound.f` for `bound.operator`, compiled if the variant asks for it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement build (or prepare)")
 
     def materialised_elements(self, operator: str, variant: str, shapes: Shapes) -> int:
         """The most array elements this adapter's algorithm for `operator` holds at once at `shapes` (inputs and
@@ -168,10 +239,21 @@ class Adapter(ABC):
         return None if device == "cpu" else f"a failed cell on {device} can leave the device in an error state"
 
     def reset_peak_device_memory(self, device: str) -> None:
-        """Reset the framework's device peak-memory counter, where it has one."""
+        """Reset the framework's device peak-memory counter, where it has one (never on cpu)."""
+        if device != "cpu" and self.device_unavailable(device) is None:
+            self.reset_gpu_peak(device)
 
     def peak_device_memory(self, device: str) -> int | None:
-        """Peak device bytes since the last reset, or None where the framework does not expose it."""
+        """Peak device bytes since the last reset, or None on cpu and where the framework does not expose it."""
+        if device != "cpu" and self.device_unavailable(device) is None:
+            return self.gpu_peak(device)
+        return None
+
+    def reset_gpu_peak(self, device: str) -> None:
+        """Reset the peak-memory counter of an available GPU `device` (hook behind reset_peak_device_memory)."""
+
+    def gpu_peak(self, device: str) -> int | None:
+        """Peak bytes of an available GPU `device` since the last reset (hook behind peak_device_memory)."""
         return None
 
     def versions(self) -> dict[str, str]:

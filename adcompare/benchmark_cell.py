@@ -7,13 +7,12 @@ import pytest
 from . import plugins, timing
 from .adapter import Request
 from .cell import Cell
+from .check import check_result, status_of
 from .inputs import cell_inputs
 from .status import Status
 
 
 def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) -> None:
-    from .check import check_result, status_of
-
     registry = plugins.load(plugin_specs)
     adapter, problem = registry.adapter(cell.adapter), registry.problem(cell.problem)
     capability = adapter.capability(cell.operator, cell.variant)

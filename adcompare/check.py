@@ -1,13 +1,8 @@
 """Agreement of a cell's result: against the float64 reference, across adapters, and by the adjoint identity.
 
-One error measure throughout, `scaled_error`: the element-wise maximum of |a − b| / max(1, |a| + |b|), relative
-for large entries and absolute for small ones, so a zero in the reference does not make every error infinite.
-
-One tolerance per cell, `tolerance(dtype, reference)`: a base by dtype (what a correct framework's rounding
-reaches in practice, with room for reduction order), plus `ROUNDING_SAFETY` times the measured rounding error of
-this derivative in this dtype where the reference could measure it (float32 sums over 10⁴ terms lose far more
-than a fixed base allows), plus `REFERENCE_SAFETY` times the reference's own estimated error. The same tolerance judges the reference error, the pairwise error and the adjoint error, so `status_of`
-gives the same verdict whoever calls it and the tolerance printed beside each error is the one that was applied.
+The error measure (`scaled_error`) and the tolerance policy by dtype (`tolerance`) live in tolerance.py. The same
+tolerance judges the reference error, the pairwise error and the adjoint error, so `status_of` gives the same
+verdict whoever calls it and the tolerance printed beside each error is the one that was applied.
 
 Dtype drift (a float64 result from a float32 cell) is reported in `Check.dtype_drift` and `describe`, not cast
 away and not a mismatch: the values are compared as returned, in float64, and are right; the drift is a finding
@@ -31,39 +26,11 @@ from .inputs import cell_inputs
 from .measurement import Check, Measurement
 from .operators import spec
 from .problem import Problem, Size
-from .reference import Reference, reference
+from .reference import reference
 from .status import Status
+from .tolerance import scaled_error, tolerance
 
-# float32: torch.func's float32 GMM gradients (sums over 10⁴ points) differ from the reference by up to 2.3e-5,
-# 100× more than the complex64 rounding probe predicts along a direction, so the base stays at 1e-4. Because the
-# measure is absolute below 1, a relative 1e-3 error is caught in elements larger than ~0.1 only.
-BASE_TOLERANCE = {"float64": 1e-9, "float32": 1e-4}
-SECOND_ORDER_BASE = {"float64": 1e-9, "float32": 1e-4}
-REFERENCE_SAFETY = 10.0  # the Richardson estimate is about 3× the truncation error; 10× more for safety
-ROUNDING_SAFETY = 10.0  # forward-mode rounding probes one order of summation; frameworks use others
 PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process
-
-
-def scaled_error(a, b) -> float:
-    """max over elements of |a − b| / max(1, |a| + |b|), in float64; NaN when either side has NaN."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.size == 0 and b.size == 0:
-        return 0.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(a - b) / np.maximum(1.0, np.abs(a) + np.abs(b))
-    return float(np.max(diff))
-
-
-def tolerance(dtype: str, reference: Reference | None = None) -> float:
-    """The base for `dtype`, plus the reference's measured rounding error in `dtype` and its own error bound."""
-    table = SECOND_ORDER_BASE if reference is not None and reference.order == 2 else BASE_TOLERANCE
-    base = table.get(dtype)
-    if base is None:
-        base = (10_000 if table is SECOND_ORDER_BASE else 1000) * float(np.finfo(np.dtype(dtype)).eps)
-    if reference is None:
-        return base
-    return base + ROUNDING_SAFETY * reference.rounding_error + REFERENCE_SAFETY * reference.error_bound
 
 
 def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, inputs: CellInputs,

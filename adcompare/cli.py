@@ -5,6 +5,7 @@ import argparse
 
 from rich.console import Console
 
+from . import __version__
 from .errors import AdcompareError
 
 EPILOG = """\
@@ -111,8 +112,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="adcompare", description="Compare automatic-differentiation frameworks "
                                      "on problems written once: checked derivatives, careful timings, HTML report.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from . import __version__
-
     parser.add_argument("--version", action="version", version=f"adcompare {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

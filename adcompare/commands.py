@@ -15,12 +15,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
     TimeRemainingColumn
 
 from . import display, environments, executors, plugins, provenance, runner, study
+from .comparison import compare, pair_environments, regressions
 from .errors import UsageError
 from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
 from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from .results import ResultsWriter, finished_keys, load
 from .shards import ShardSpec
+from .significance import NOISE
 from .status import Status
 from .suites import SUITES
 
@@ -99,8 +101,7 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
              deadline: float | None = None, envs: dict[str, environments.Environment] | None = None):
     envs = envs or {}
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
-                                policy={} if time_it else {}, deadline=deadline,
-                                budget=getattr(args, "max_time", None) or "",
+                                deadline=deadline, budget=getattr(args, "max_time", None) or "",
                                 interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
     machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()
@@ -267,9 +268,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare, pair_environments, regressions
-    from .significance import NOISE
-
     if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
         raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
     threshold = NOISE if args.fail_above is None else args.fail_above / 100

@@ -9,32 +9,24 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import bootstrap
 from .cell import CURRENT, Cell
 from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
-from .runner import STANDARD_VARIANTS
+from .problem import output_shape
+from .significance import METHOD
 from .status import Status
+from .units import seconds
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 
 
-def seconds(value: float | None) -> str:
-    if value is None:
-        return "—"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
-
-
 def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
-    from .problem import output_shape
-
     adapters = []
     for name, a in sorted(registry.adapters.items()):
         avail = a.available()
-        variants = tuple(dict.fromkeys((*STANDARD_VARIANTS, *a.variants)))
+        variants = a.planned_variants()
         support = {v: {op: {"support": (c := a.capability(op, v)).support.value, "algorithm": c.algorithm,
                             "reason": c.reason} for op in OPERATORS} for v in variants}
         adapters.append({"name": name, "installed": avail.installed, "version": avail.version,
@@ -46,7 +38,7 @@ def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
             continue
         problems.append({"name": p.name, "sizes": [s.label for s in p.sizes], "tags": list(p.tags),
                          "wrt": p.wrt, "batch": p.batch, "operators": list(p.operators or []),
-                         "output_shape_at_smallest": list(output_shape(p, p.sizes[0])),
+                         "output_shape_at_smallest": list(output_shape(p, p.smallest_size)),
                          "summary": p.description.splitlines()[0] if p.description else ""})
     broken = [{"name": b.name, "reason": b.reason} for b in registry.broken]
     return {"adapters": adapters, "problems": problems, "broken_plugins": broken}
@@ -159,8 +151,8 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
         style = STATUS_STYLE.get(m.status.value, "red")
         expected = " (expected)" if m.details.get("expected_failure") else ""
         t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
-                  f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None),
-                  seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
+                  f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None, "—"),
+                  seconds(tm.iqr if tm else None, "—"), seconds(tm.compile if tm else None, "—"),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
     console.print(t)
     counts = defaultdict(int)
@@ -170,8 +162,6 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
 
 
 def print_comparison(console: Console, rows, offending=(), fail_above: float | None = None) -> None:
-    from .significance import METHOD
-
     if offending:
         console.print(f"[bold red]{len(offending)} cell(s) significantly slower by more than {fail_above:g} %:[/]")
         for r in offending:
@@ -210,10 +200,8 @@ def versions_text(versions: dict[str, str]) -> str:
 
 def print_environment_pairs(console: Console, pairs) -> None:
     """`adcompare compare` on one run over several environments: each cell under two releases."""
-    from .bootstrap import METHOD
-
-    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {METHOD}; values: the "
-                    f"seeded projections of the two derivatives agree within the cell's tolerance",
+    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {bootstrap.METHOD}; "
+                    f"values: the seeded projections of the two derivatives agree within the cell's tolerance",
               title_justify="left")
     for col in ("cell", "baseline", "candidate", "baseline median", "candidate median", "ratio", "95% interval",
                 "verdict", "values"):

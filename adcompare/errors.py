@@ -1,6 +1,8 @@
 """One error base class carrying the process exit code; subclasses per kind of failure."""
 from __future__ import annotations
 
+import difflib
+
 
 class AdcompareError(Exception):
     """Base of every error adcompare raises on purpose; the CLI prints it as one line and exits with `exit_code`."""
@@ -30,8 +32,10 @@ class EnvironmentSetupError(UsageError):
     """An `--env` option is malformed, or its environment cannot be built (a requirement fails to install)."""
 
 
-class PluginError(AdcompareError):
-    """A plugin could not be loaded; recorded against the plugin, the rest keep working."""
+class PluginError(UsageError):
+    """A plugin named with --plugin could not be loaded (no such file or module, its import or hook raised): the
+    user asked for it, so the command stops (exit 2). A failing entry-point plugin is not raised but recorded as
+    broken (plugins.BrokenPlugin), and the rest keep working."""
 
 
 class SchedulerError(AdcompareError):
@@ -52,8 +56,6 @@ class CellFailure(AdcompareError):
 
 def closest(name: str, candidates) -> str:
     """A ' (did you mean X?)' suffix for unknown-name messages, or '' when nothing is close."""
-    import difflib
-
     match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
     return f" (did you mean {match[0]!r}?)" if match else ""
 

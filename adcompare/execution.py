@@ -14,10 +14,12 @@ import numpy as np
 from . import memory, timing
 from .adapter import Adapter, CellInputs, Request
 from .cell import Cell
+from .check import check_result, describe, status_of
 from .inputs import cell_inputs
 from .measurement import Measurement
 from .operators import expected_shape, spec
 from .problem import Problem, Size, example_output_shape, output_shape
+from .reference import ReferenceError
 from .status import Status
 
 
@@ -90,9 +92,6 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
                                    f"expected {tuple(want)}")
     if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
         return Measurement(status=Status.NAN, message="result contains NaN or Inf", details=details, **base)
-    from .check import check_result, describe, status_of
-    from .reference import ReferenceError
-
     try:
         check = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
     except ReferenceError as exc:

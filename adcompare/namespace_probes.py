@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .problem import output_shape
+
 Probe = Callable[[Any, ModuleType], Any]
 
 
@@ -133,8 +135,6 @@ class _Recorder:
 
 def used_names(problems: Iterable[Any]) -> set[str]:
     """Every namespace name the problems look up when evaluated through NumPy at their smallest size."""
-    from .problem import output_shape
-
     seen: set[str] = set()
     for problem in problems:
         size = problem.smallest_size

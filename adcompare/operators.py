@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only
     from .shapes import Shapes
 
+from .errors import unknown
+
 
 @dataclass(frozen=True)
 class OperatorSpec:
@@ -48,8 +50,6 @@ def spec(name: str) -> OperatorSpec:
     try:
         return OPERATORS[name]
     except KeyError:
-        from .errors import unknown
-
         raise unknown("operator", name, OPERATORS) from None
 
 
@@ -86,18 +86,6 @@ def expected_shape(operator: str, *, wrt_shape: tuple[int, ...], out_shape: tupl
         "hessian": (*wrt_shape, *wrt_shape),
         "hvp": wrt_shape,
     }[operator]
-
-
-def applicable_operators(problem, size=None) -> list[str]:
-    """The problem's operators (its declared subset, or the whole vocabulary) that its output shapes admit."""
-    from .problem import example_output_shape, output_shape
-
-    size = size or problem.smallest_size
-    out_shape = output_shape(problem, size)
-    ex_shape = example_output_shape(problem, size) if problem.batch else None
-    return [op for op in (problem.operators or OPERATORS)
-            if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
-            is None]
 
 
 def minimum_elements(operator: str, shapes: "Shapes") -> int:

@@ -20,7 +20,7 @@ import pluggy
 
 from . import hookspecs
 from .adapter import Adapter
-from .errors import ProblemDefinitionError, UsageError, unknown
+from .errors import PluginError, ProblemDefinitionError, unknown
 from .problem import Problem, ProblemDefinition, problems_in
 
 ENTRY_POINT_GROUP = "adcompare"
@@ -62,7 +62,7 @@ def import_plugin(spec: str) -> ModuleType:
     path = Path(spec)
     if spec.endswith(".py") or path.exists():
         if not path.is_file():
-            raise UsageError(f"--plugin {spec!r}: no such file; give a path to a .py file or a module name")
+            raise PluginError(f"--plugin {spec!r}: no such file; give a path to a .py file or a module name")
         module_name = f"adcompare_plugin_{abs(hash(str(path.resolve())))}"
         if module_name in sys.modules:
             return sys.modules[module_name]
@@ -75,12 +75,12 @@ def import_plugin(spec: str) -> ModuleType:
             raise
         except Exception as exc:
             del sys.modules[module_name]
-            raise UsageError(f"--plugin {spec!r} failed to import: {_describe(exc)}") from exc
+            raise PluginError(f"--plugin {spec!r} failed to import: {_describe(exc)}") from exc
         return module
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as exc:
-        raise UsageError(f"--plugin {spec!r}: no such file or module ({exc}); check the path or PYTHONPATH") from exc
+        raise PluginError(f"--plugin {spec!r}: no such file or module ({exc}); check the path or PYTHONPATH") from exc
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
@@ -144,7 +144,7 @@ def load(plugins: tuple[str, ...] = ()) -> Registry:
                 continue
             except Exception as exc:
                 if owner in plugins:
-                    raise UsageError(f"--plugin {owner!r}: {hook_name} raised {_describe(exc)}") from exc
+                    raise PluginError(f"--plugin {owner!r}: {hook_name} raised {_describe(exc)}") from exc
                 broken.append(BrokenPlugin(owner, f"{hook_name} raised {_describe(exc)}"))
                 continue
             for item in items:

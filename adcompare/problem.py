@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProblemDefinitionError
+from .errors import ProblemDefinitionError, closest, unknown
+from .operators import OPERATORS, applicable
 from .shapes import Shapes, shapes_of
 
 DTYPES = ("float32", "float64")
@@ -65,16 +66,19 @@ class Problem:
     shape_function: Callable[..., Shapes] | None = None  # (**dims) -> Shapes, declared with @<name>.shapes
 
     @property
+    def sizes_ascending(self) -> tuple[Size, ...]:
+        """The sizes from smallest to largest: by total dimension units, ties dimension by dimension. The one order
+        behind "smallest" (tests, checks and the quick suite start there) and "larger" (a timeout skips them)."""
+        return tuple(sorted(self.sizes, key=lambda s: (sum(v for _, v in s.dims), tuple(v for _, v in s.dims))))
+
+    @property
     def smallest_size(self) -> Size:
-        """The size with the fewest dimension units: where tests, checks and the quick suite start."""
-        return min(self.sizes, key=lambda s: sum(v for _, v in s.dims))
+        return self.sizes_ascending[0]
 
     def size(self, label: str) -> Size:
         for s in self.sizes:
             if s.label == label:
                 return s
-        from .errors import unknown
-
         raise unknown(f"size of problem {self.name!r}", label, [s.label for s in self.sizes])
 
     def inputs(self, size: Size, dtype: str, seed: int = 0) -> dict[str, np.ndarray]:
@@ -260,12 +264,8 @@ def problem(
         if batch is not None and batch == wrt:
             raise ProblemDefinitionError(f"problem {pname!r}: batch and wrt must be different arguments")
         if operators is not None:
-            from .operators import OPERATORS
-
             bad = [o for o in operators if o not in OPERATORS]
             if bad:
-                from .errors import closest
-
                 raise ProblemDefinitionError(
                     f"problem {pname!r}: unknown operator {bad[0]!r}{closest(bad[0], OPERATORS)}"
                 )
@@ -297,3 +297,13 @@ def output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
 def example_output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
     """Shape of f(wrt, example) for one batch element."""
     return shapes_of(problem, size).example_output or ()
+
+
+def applicable_operators(problem: Problem, size: Size | None = None) -> list[str]:
+    """The problem's operators (its declared subset, or the whole vocabulary) that its output shapes admit."""
+    size = size or problem.smallest_size
+    out_shape = output_shape(problem, size)
+    ex_shape = example_output_shape(problem, size) if problem.batch else None
+    return [op for op in (problem.operators or OPERATORS)
+            if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
+            is None]

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import __version__
 from .fingerprint import Machine
 
 
@@ -27,8 +28,6 @@ def git_commit() -> str | None:
 
 def collect(threads: int, machine: Machine) -> dict[str, Any]:
     """The results header's provenance; `machine` is the fingerprint every record of this run carries."""
-    from . import __version__
-
     return {
         "adcompare": __version__,
         "git_commit": git_commit(),

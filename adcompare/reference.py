@@ -41,6 +41,7 @@ import numpy as np
 from .adapter import CellInputs
 from .operators import spec
 from .problem import Problem, Size
+from .tolerance import scaled_error
 
 EPS = float(np.finfo(np.float64).eps)
 FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made
@@ -82,7 +83,7 @@ class Reference:
 
     value: np.ndarray | None  # the operator's expected result in float64; None when only directional
     method: str  # e.g. "complex step, full Jacobian"; says "directional" when that is what was done
-    error_bound: float  # estimated scaled truncation/rounding error of the reference (check.scaled_error units)
+    error_bound: float  # estimated scaled truncation/rounding error of the reference (tolerance.scaled_error units)
     directional: tuple[Direction, ...] = ()
     cost: float = 0.0  # estimated seconds of differencing, from the timed evaluation (what the budget judged)
     seconds: float = 0.0  # wall time this process spent computing it
@@ -121,8 +122,6 @@ class _Differ:
         d1 = _central(f, x, v, t)
         if not estimate:
             return d1, 0.0
-        from .check import scaled_error
-
         return d1, max(scaled_error(d1, _central(f, x, v, 2 * t)), self.floor)
 
 
@@ -264,8 +263,6 @@ def _complex_step_works(f: Function, x: np.ndarray) -> str | None:
     except Exception as exc:  # e.g. a NumPy function that rejects complex input
         return f"complex step raised {type(exc).__name__}: {exc}"
     cd, err = _Differ(False).along(f, x, v, estimate=True)
-    from .check import scaled_error
-
     gap = scaled_error(cs, cd)
     return None if gap <= max(10 * err, 1e-7) else f"complex step disagreed with them by {gap:.1e}"
 
@@ -301,8 +298,6 @@ def _rounding_error(problem: Problem, pt: _Point, operator: str, differ: _Differ
     if per_example:
         example = np.asarray(cell.batch)[0]
         f_cell = (lambda fn: lambda w: fn(w, example))(f_cell)
-    from .check import scaled_error
-
     worst = 0.0
     h = float(np.finfo(dtype).eps) ** 2  # small enough that h² vanishes, large enough not to underflow
     for v in directions:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .benchmark_import import load_benchmark_json
 from .check import cross_check
 from .errors import ResultsFileError, UsageError
@@ -234,8 +236,6 @@ class ResultsWriter:
 
 def _jsonable(value: Any) -> Any:
     """NaN/inf floats are valid in Python's json; NumPy scalars are not JSON types."""
-    import numpy as np
-
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Iterable):

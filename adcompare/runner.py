@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .adapter import STANDARD_VARIANTS
 from .budget import left_out
 from .cell import CURRENT, Cell
+from .check import cross_check
 from .environments import EnvironmentSpec, in_environments
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
@@ -29,7 +31,6 @@ from .status import Status
 from .suites import QUICK_DTYPES, SUITES, quick_allows
 from .worker_process import WorkerProcess
 
-STANDARD_VARIANTS = ("eager", "compiled")
 DEVICES = ("cpu", "cuda")
 
 
@@ -108,7 +109,7 @@ def _problems(registry: Registry, sel: Selection) -> list[Problem]:
 
 
 def _size_order(problem: Problem) -> dict[str, int]:
-    return {s.label: i for i, s in enumerate(sorted(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)))}
+    return {s.label: i for i, s in enumerate(problem.sizes_ascending)}
 
 
 def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
@@ -134,14 +135,13 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
     cells: list[Cell] = []
     decided: list[Measurement] = []
     for problem in problems:
-        order = _size_order(problem)
-        smallest = min(order, key=order.get)
+        smallest = problem.smallest_size.label
         builtin = problem.source.startswith("adcompare.problems.")
         sizes = [s for s in problem.sizes if not sel.sizes or s.label in sel.sizes]
         if sel.sizes and not sizes:
             continue
         try:
-            first = shapes_of(problem, problem.sizes[0])
+            first = shapes_of(problem, problem.smallest_size)
             out_shape, ex_shape = first.output, (first.example_output if problem.batch else None)
         except Exception as exc:
             raise UsageError(f"problem {problem.name!r} fails when evaluated through NumPy (the reference "
@@ -157,7 +157,7 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
                 continue
             for adapter_name in adapters:
                 adapter = registry.adapters[adapter_name]
-                variants = sel.variants or tuple(dict.fromkeys((*STANDARD_VARIANTS, *adapter.variants)))
+                variants = sel.variants or adapter.planned_variants()
                 for variant in variants:
                     for device in devices:
                         for dtype in dtypes:
@@ -199,7 +199,6 @@ class RunOptions:
     threads: int = 1
     time_it: bool = True
     policy: dict = field(default_factory=dict)
-    cache_dir: Path | None = None
     interpreters: dict[str, str] = field(default_factory=dict)  # environment name → its Python (not `current`)
     deadline: float | None = None  # time.monotonic() after which no cell starts (--max-time)
     budget: str = ""  # the --max-time as typed, for the skipped cells' message
@@ -214,16 +213,13 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
 
     Returns the measurements after cross-checking (pairwise agreement, adjoint identity) across adapters.
     """
-    from .check import cross_check
-
     measurements: list[Measurement] = []
     for m in p.decided:
         if m.cell.key not in skip_keys:
             record(m)
             measurements.append(m)
             progress(None, m)
-    own_cache = options.cache_dir is None  # a per-run compiler cache, removed at the end unless the user gave one
-    cache_dir = options.cache_dir or Path(tempfile.mkdtemp(prefix="adcompare-cache-"))
+    cache_dir = Path(tempfile.mkdtemp(prefix="adcompare-cache-"))  # a per-run compiler cache, removed at the end
     groups: dict[tuple[str, str, str, str], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
@@ -237,8 +233,7 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
                     record(m)
                     measurements.append(m)
     finally:
-        if own_cache:
-            shutil.rmtree(cache_dir, ignore_errors=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
     # Pairwise and adjoint agreement are derived from the recorded projections, here and again on load,
     # so the file keeps exactly one record per cell.
     return cross_check(measurements)

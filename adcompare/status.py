@@ -37,7 +37,7 @@ MEANINGS = {
     Status.CRASHED: "the worker process died while running the cell (signal recorded)",
     Status.TIMEOUT: "the cell ran past its time limit and its worker was stopped",
     Status.TOO_LARGE: "a pre-flight estimate says the cell cannot fit in memory; not run",
-    Status.SKIPPED: "not run because an earlier cell (e.g. a smaller size) timed out or was too large",
+    Status.SKIPPED: "not run, for the reason recorded (e.g. a smaller size of the same problem timed out)",
 }
 
 FAILURES = frozenset({Status.MISMATCH, Status.NAN, Status.FAILED, Status.CRASHED, Status.TIMEOUT})

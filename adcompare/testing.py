@@ -50,17 +50,20 @@ import pytest
 
 from . import plugins
 from .adapter import Adapter, Availability, Capability, Request
-from .check import check_result, describe, scaled_error, status_of, tolerance
+from .cell import Cell
+from .check import check_result, describe, status_of
 from .execution import describe_exception
 from .inputs import cell_inputs
 from .measurement import Check
 from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
-from .operators import OPERATORS, applicable, expected_shape, minimum_elements
+from .operators import OPERATORS, expected_shape, minimum_elements
 from .problem import Problem, example_output_shape, output_shape
+from .problem import applicable_operators as admitted_operators
 from .problem import problem as declare_problem
-from .runner import STANDARD_VARIANTS
+from .runner import Plan, RunOptions, run
 from .shapes import Shapes, shapes_of
 from .status import Status
+from .tolerance import scaled_error, tolerance
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
 CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),
@@ -107,16 +110,13 @@ class SyncTiming:
 
 
 def variants_of(adapter: Adapter) -> tuple[str, ...]:
-    """The variants `adcompare run` plans for this adapter: the standard ones and its own."""
-    return tuple(dict.fromkeys((*STANDARD_VARIANTS, *adapter.variants)))
+    """The variants `adcompare run` plans for this adapter (kept for suites that call it; see planned_variants)."""
+    return adapter.planned_variants()
 
 
 def applicable_operators(problem: Problem, size_label: str) -> list[str]:
-    size = problem.size(size_label)
-    out = output_shape(problem, size)
-    example = example_output_shape(problem, size) if problem.batch else None
-    return [op for op in (problem.operators or OPERATORS)
-            if applicable(op, out_shape=out, example_out_shape=example, has_batch=problem.batch is not None) is None]
+    """The problem's operators that its output shapes at `size_label` admit (problem.applicable_operators)."""
+    return admitted_operators(problem, problem.size(size_label))
 
 
 def supported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS,
@@ -370,15 +370,19 @@ class AdapterConformance:
         if reason:
             request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
 
+    # Class-scoped fixtures are classmethods: pytest runs them once per class, not per test instance, so they
+    # may read class attributes only (pytest 9.1 deprecates instance-method ones; pytest 10 removes them).
     @pytest.fixture(scope="class")
-    def installed(self) -> None:
-        avail = self.adapter.available()
+    @classmethod
+    def installed(cls) -> None:
+        avail = cls.adapter.available()
         if not avail.installed:
-            pytest.skip(f"adapter {self.adapter.name!r} is not installed: {avail.reason}")
+            pytest.skip(f"adapter {cls.adapter.name!r} is not installed: {avail.reason}")
 
     @pytest.fixture(scope="class")
-    def dtype(self, request: pytest.FixtureRequest, installed: None) -> str:
-        self.adapter.setup(dtype=request.param, device=self.device, threads=self.threads)
+    @classmethod
+    def dtype(cls, request: pytest.FixtureRequest, installed: None) -> str:
+        cls.adapter.setup(dtype=request.param, device=cls.device, threads=cls.threads)
         return request.param
 
     def _outcome(self, dtype: str, case: Case) -> Outcome:
@@ -476,9 +480,6 @@ class AdapterConformance:
 
     def test_cells_in_worker(self, isolated_dtype: str) -> None:
         """The isolated dtype's cases through adcompare's worker: run, shape, reference, pairwise agreement."""
-        from .cell import Cell
-        from .runner import Plan, RunOptions, run
-
         registry, name = self.registry(), self.adapter.name
         assert type(registry.adapters.get(name)) is type(self.adapter), (
             f"adapter {name!r} is not registered (a worker finds adapters by name): add an entry point in the "

@@ -15,6 +15,13 @@ import os
 import sys
 import time
 
+from . import plugins
+from .cell import Cell
+from .execution import ExecutionOptions, describe_exception, run_cell
+from .measurement import Measurement
+from .status import Status
+from .timing import TimingPolicy
+
 RESTART = "worker_restarted"  # a cell's details key: why its worker exited after it (see Adapter.unusable_after_failure)
 
 
@@ -34,13 +41,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plugin", action="append", default=[])
     args = parser.parse_args(argv)
     out = os.fdopen(args.result_fd, "w")
-
-    from . import plugins
-    from .cell import Cell
-    from .execution import ExecutionOptions, describe_exception, run_cell
-    from .measurement import Measurement
-    from .status import Status
-    from .timing import TimingPolicy
 
     registry = plugins.load(tuple(args.plugin))
     adapter = registry.adapter(args.adapter)

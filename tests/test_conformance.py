@@ -184,3 +184,23 @@ def test_a_sync_that_does_not_wait_is_caught():
     broken = sync_timing(adapter, "compiled", "float32")
     assert not broken.blocks, broken
     assert sync_timing(jax_adapter, "compiled", "float32").blocks
+
+
+def test_the_suites_class_scoped_fixtures_are_classmethods():
+    """pytest runs a class-scoped fixture once per class while each test gets a new instance, so an instance-method
+    one is deprecated (pytest 9.1) and removed in pytest 10: every class-scoped fixture must be a classmethod."""
+    import ast
+    import inspect
+
+    from adcompare import testing
+
+    def is_class_scoped_fixture(decorator: ast.expr) -> bool:
+        return (isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "pytest.fixture"
+                and any(k.arg == "scope" and ast.literal_eval(k.value) == "class" for k in decorator.keywords))
+
+    suite = next(n for n in ast.parse(inspect.getsource(testing)).body
+                 if isinstance(n, ast.ClassDef) and n.name == "AdapterConformance")
+    fixtures = [f for f in suite.body if isinstance(f, ast.FunctionDef)
+                and any(is_class_scoped_fixture(d) for d in f.decorator_list)]
+    assert {f.name for f in fixtures} >= {"installed", "dtype"}
+    assert [f.name for f in fixtures if "classmethod" not in {ast.unparse(d) for d in f.decorator_list}] == []

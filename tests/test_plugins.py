@@ -9,7 +9,7 @@ import pytest
 
 from adcompare import hookimpl, plugins
 from adcompare.adapters.jax import JaxAdapter
-from adcompare.errors import UsageError
+from adcompare.errors import PluginError, UsageError
 from tests.conftest import FIXTURES
 
 PLUGINS = FIXTURES / "plugins"
@@ -25,14 +25,17 @@ def test_plugin_file_adds_its_problems():
     assert "cubic_sum" in registry.problems and "exp_dot_loss" in registry.problems
 
 
-def test_plugin_that_fails_to_import_is_a_usage_error_naming_it():
-    with pytest.raises(UsageError, match="broken_import.py.*failed to import: ModuleNotFoundError"):
+def test_plugin_that_fails_to_import_is_a_plugin_error_naming_it():
+    with pytest.raises(PluginError, match="broken_import.py.*failed to import: ModuleNotFoundError") as raised:
         plugins.load((str(PLUGINS / "broken_import.py"),))
+    assert isinstance(raised.value, UsageError) and raised.value.exit_code == 2
 
 
-def test_missing_plugin_path_is_a_usage_error():
-    with pytest.raises(UsageError, match="no such file"):
+def test_missing_plugin_path_or_module_is_a_plugin_error():
+    with pytest.raises(PluginError, match="no such file"):
         plugins.load(("does/not/exist.py",))
+    with pytest.raises(PluginError, match="no such file or module"):
+        plugins.load(("adcompare_no_such_plugin_module",))
 
 
 def _plugin_module(monkeypatch, name: str, **hooks):
@@ -85,3 +88,4 @@ def test_a_third_party_cannot_take_a_builtin_name_by_sorting_first(monkeypatch):
     reasons = {b.name: b.reason for b in _fresh_registry().broken}
     assert "adapter name 'jax' is already taken" in reasons["a-impostor"]
     assert "jax" not in reasons
+

@@ -81,6 +81,25 @@ def test_problems_in_module_and_builtin_registry(registry):
     assert {"f_r2_r3", "exp_dot_loss", "linear_layer"} <= set(registry.problems)
 
 
+def test_one_order_of_sizes_behind_smallest_and_larger():
+    """Total dimension units first (n=2, p=1 is smaller than n=1, p=100), then dimension by dimension. The
+    planner's order (quick suite's smallest size, a timeout skipping larger sizes) is this one."""
+    from adcompare import runner
+
+    @problem(sizes=[{"n": 1, "p": 100}, {"n": 3, "p": 1}, {"n": 2, "p": 2}, {"n": 2, "p": 1}], wrt="x")
+    def scaled(x, /, *, xp):
+        return xp.sum(x)
+
+    @scaled.inputs
+    def _(rng, n, p):
+        return {"x": rng.standard_normal(n * p)}
+
+    built = scaled.build()
+    assert [s.label for s in built.sizes_ascending] == ["n2-p1", "n2-p2", "n3-p1", "n1-p100"]
+    assert built.smallest_size.label == "n2-p1"
+    assert list(runner._size_order(built)) == [s.label for s in built.sizes_ascending]
+
+
 def test_declared_shapes_are_used_without_evaluating_the_problem():
     @problem(sizes=[3, 10**9], wrt="x")
     def huge(x, /, *, xp):

@@ -14,7 +14,6 @@ import pytest
 
 from adcompare import report, results
 from adcompare.report import compile_cost, sizes
-from adcompare.report.page import _Timing
 from adcompare.measurement import Timing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
@@ -183,16 +182,6 @@ def test_break_even_counts_calls_until_compiling_pays_off():
     cost = compile_cost.CompileCost(cell("compiled", 1e-3, 1.0), cell("eager", 3e-3, 0.01))
     assert cost.break_even == pytest.approx(496)
     assert compile_cost.CompileCost(cell("compiled", 4e-3, 1.0), cell("eager", 3e-3, 0.01)).break_even == float("inf")
-
-
-def test_cached_timing_statistics_equal_timings():
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    for n in (1, 2, 3, 4, 7, 10, 51):
-        samples = tuple(rng.random(n))
-        plain, cached = Timing(samples, 1, 0.1), _Timing(samples, 1, 0.1)
-        assert (plain.median, plain.iqr, plain.min) == (cached.median, cached.iqr, cached.min)
 
 
 def _chromium(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess:

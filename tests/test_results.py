@@ -54,3 +54,15 @@ def test_foreign_and_newer_files_are_refused(tmp_path):
     newer.write_text(json.dumps({"format": "adcompare-results", "schema": SCHEMA + 1, "provenance": {}}) + "\n")
     with pytest.raises(ResultsFileError, match="newer than this adcompare reads"):
         load([newer])
+
+
+def test_timing_statistics_are_numpys_median_and_percentiles():
+    """Timing computes its statistics without NumPy (the report reads them for 10⁴ cells); same values."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 4, 7, 10, 51):
+        samples = tuple(rng.random(n))
+        t = Timing(samples, 1, 0.1)
+        q1, q3 = np.percentile(samples, [25, 75])
+        assert (t.median, t.iqr, t.min) == (float(np.median(samples)), float(q3 - q1), min(samples))

@@ -6,7 +6,7 @@ import pytest
 
 from adcompare import plugins, runner
 from adcompare.cell import Cell
-from adcompare.operators import applicable_operators
+from adcompare.problem import applicable_operators
 from adcompare.expectations import unexpected
 
 REGISTRY = plugins.load()

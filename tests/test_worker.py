@@ -23,7 +23,9 @@ def _run(registry, cells, timeout=60.0):
     out = runner.run(registry, p, runner.RunOptions(timeout=timeout, threads=1, policy=QUICK),
                      record=recorded.append)
     assert [m.cell for m in recorded] == list(cells)  # recorded as they finish, once each
-    return {m.cell.problem + "/" + m.cell.size: m for m in out}
+    got = {m.cell: m for m in out}
+    assert len(got) == len(cells)  # one measurement per cell, none keyed over another
+    return got
 
 
 def _cell(problem, size="n3", op="value", dtype="float64"):
@@ -31,23 +33,25 @@ def _cell(problem, size="n3", op="value", dtype="float64"):
 
 
 def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
+    compiled_fine = Cell("fine", "n3", "value", "jax", "compiled", "cpu", "float64")
     cells = [_cell("segfaults"), _cell("fine"), _cell("sigkilled"), _cell("raises"), _cell("makes_nan"),
-             _cell("sleeps"), _cell("sleeps", "n4"), _cell("fine", dtype="float64")]
-    cells[-1] = Cell("fine", "n3", "value", "jax", "compiled", "cpu", "float64")
+             _cell("sleeps"), _cell("sleeps", "n4"), compiled_fine]
     got = _run(fault_registry, cells, timeout=30.0)  # a safety net for the other cells (~0.5 s); sleeps sleeps 60 s
-    assert got["segfaults/n3"].status is Status.CRASHED and "SIGSEGV" in got["segfaults/n3"].message
-    assert got["sigkilled/n3"].status is Status.CRASHED and "SIGKILL" in got["sigkilled/n3"].message
-    assert got["raises/n3"].status is Status.FAILED
-    assert "deliberate failure inside the problem" in got["raises/n3"].message
-    assert got["makes_nan/n3"].status is Status.NAN
-    assert got["sleeps/n3"].status is Status.TIMEOUT and "30 s cell timeout" in got["sleeps/n3"].message
-    assert got["sleeps/n4"].status is Status.SKIPPED and "n3 timed out" in got["sleeps/n4"].message
-    assert got["fine/n3"].status is Status.OK and got["fine/n3"].timing.median > 0
+    assert got[_cell("segfaults")].status is Status.CRASHED and "SIGSEGV" in got[_cell("segfaults")].message
+    assert got[_cell("sigkilled")].status is Status.CRASHED and "SIGKILL" in got[_cell("sigkilled")].message
+    assert got[_cell("raises")].status is Status.FAILED
+    assert "deliberate failure inside the problem" in got[_cell("raises")].message
+    assert got[_cell("makes_nan")].status is Status.NAN
+    assert got[_cell("sleeps")].status is Status.TIMEOUT and "30 s cell timeout" in got[_cell("sleeps")].message
+    skipped = got[_cell("sleeps", "n4")]
+    assert skipped.status is Status.SKIPPED and "n3 timed out" in skipped.message
+    for fine in (_cell("fine"), compiled_fine):  # the eager cell after a crash and the compiled one after a timeout
+        assert got[fine].status is Status.OK and got[fine].timing.median > 0, got[fine].message
 
 
 def test_small_cell_after_a_big_one_reports_its_own_peak(fault_registry):
     got = _run(fault_registry, [_cell("big"), _cell("fine")])
-    big, fine = got["big/n3"], got["fine/n3"]
+    big, fine = got[_cell("big")], got[_cell("fine")]
     assert big.status is Status.OK and fine.status is Status.OK
     assert big.host_peak_bytes > 900e6
     assert fine.host_peak_bytes < big.host_peak_bytes / 2
@@ -98,10 +102,10 @@ def test_a_failure_that_poisons_the_process_costs_one_cell():
 
     registry = plugins.load((str(FIXTURES / "plugins" / "sticky.py"),))
     cells = [Cell(p, "n3", "value", "sticky", "eager", "cpu", "float64") for p in ("poisons", "after_poison")]
-    got = _run(registry, cells)
-    assert got["poisons/n3"].status is Status.FAILED
-    assert "poisons this process" in got["poisons/n3"].details["worker_restarted"]
-    assert got["after_poison/n3"].status is Status.OK, got["after_poison/n3"].message
+    poisons, after = (_run(registry, cells)[c] for c in cells)
+    assert poisons.status is Status.FAILED
+    assert "poisons this process" in poisons.details["worker_restarted"]
+    assert after.status is Status.OK, after.message
 
 
 def test_workers_on_the_cpu_go_on_after_a_failure(registry):

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .. import plugins
 from ..measurement import Measurement
 from ..operators import OPERATORS
+from ..problem import example_output_shape, output_shape
 
 
 @dataclass
@@ -38,12 +40,8 @@ class Dimensions:
         return self._cache[key]
 
     def _from_problem(self, name: str, label: str, per_example: bool) -> tuple[int, int] | None:
-        from ..problem import example_output_shape, output_shape
-
         try:
             if self._registry is None:
-                from .. import plugins
-
                 self._registry = plugins.load()
             problem = self._registry.problems.get(name)  # type: ignore[attr-defined]
             if problem is None:

@@ -14,7 +14,8 @@ from . import relative_cost, sizes
 from .compile_cost import CompileCost
 from .dimensions import Dimensions
 from .summary import entry, operator_order, timed
-from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style, seconds
+from ..units import seconds
+from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
 
 DASHES = {"compiled": "", "eager": "5 3"}
 

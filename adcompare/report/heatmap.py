@@ -22,9 +22,10 @@ from ..bootstrap import Bootstrap
 from ..expectations import EXPECTED_KEY, expected
 from ..measurement import Measurement
 from ..status import Status
+from ..units import seconds
 from . import sizes
 from .summary import entry, operator_order, sample_key, timed
-from .svgchart import CHAR_W, esc, seconds
+from .svgchart import CHAR_W, esc
 
 # viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)
 VIRIDIS = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",

@@ -7,11 +7,8 @@ draws the table sets textContent, never innerHTML.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import functools
 import math
-import statistics
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -20,9 +17,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..measurement import Measurement, Timing
+import jinja2
+
+from ..measurement import Measurement
 from ..results import Results
 from ..status import MEANINGS, Status
+from ..units import seconds
 from .. import bootstrap, significance
 from . import cells_table, compile_cost, correctness, environments, figures, findings, heatmap, relative_cost, summary
 from .dimensions import Dimensions
@@ -30,18 +30,6 @@ from .svgchart import Chart, Palette
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
                     "numpy", "adcompare", "git_commit")
-
-
-def seconds(value: float | None) -> str:
-    """Human time: 12.3 µs, 4.56 ms, 1.23 s."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if math.isinf(value):
-        return "∞"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if abs(value) >= scale or unit == "ns":
-            return f"{value / scale:.3g} {unit}"
-    raise AssertionError("unreachable")
 
 
 def number(value: float | None) -> str:
@@ -58,41 +46,6 @@ def calls(value: float | None) -> str:
     if math.isinf(value):
         return "never"
     return f"{math.ceil(value):,}"
-
-
-@dataclass(frozen=True)
-class _Timing(Timing):
-    """Timing whose median/IQR/min are computed once: the report reads them ~10 times per cell, and NumPy's
-    median costs ~50 µs on a short tuple — seconds on a 10,000-cell report. Same values as Timing's."""
-
-    @functools.cached_property
-    def median(self) -> float:  # type: ignore[override]
-        return float(statistics.median(self.samples))
-
-    @functools.cached_property
-    def iqr(self) -> float:  # type: ignore[override]
-        return _percentile(self.samples, 0.75) - _percentile(self.samples, 0.25)
-
-    @functools.cached_property
-    def min(self) -> float:  # type: ignore[override]
-        return float(min(self.samples))
-
-
-def _percentile(samples: Sequence[float], q: float) -> float:
-    """np.percentile's default ("linear") method, term for term, without NumPy's per-call overhead."""
-    data = sorted(samples)
-    pos = q * (len(data) - 1)
-    i = min(int(pos), len(data) - 2) if len(data) > 1 else 0
-    if len(data) == 1:
-        return float(data[0])
-    a, b, t = data[i], data[i + 1], pos - i
-    diff = b - a
-    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
-
-
-def _memoized(ms: Sequence[Measurement]) -> list[Measurement]:
-    return [m if m.timing is None else dataclasses.replace(m, timing=_Timing(**{
-        f.name: getattr(m.timing, f.name) for f in dataclasses.fields(Timing)})) for m in ms]
 
 
 @dataclass(frozen=True)
@@ -170,8 +123,6 @@ def _per_hardware(ms: Sequence[Measurement], machine_label) -> dict[tuple[str, s
 
 
 def _environment():
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.PackageLoader("adcompare", "report"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(seconds=seconds, number=number, calls=calls)
@@ -199,7 +150,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     clock = Timings()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ms = cells_table.ordered(_memoized(results.measurements))
+    ms = cells_table.ordered(results.measurements)
     boot = bootstrap.Bootstrap()
     jo = relative_cost.ratios(ms)
     summaries = summary.summarize(ms, boot)

@@ -78,13 +78,6 @@ def compact(value: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def seconds(value: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if abs(value) >= scale * 0.999 or unit == "ns":
-            return f"{value / scale:.3g} {unit}"
-    return ""
-
-
 @dataclass
 class _Scale:
     lo: float

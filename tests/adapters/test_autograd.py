@@ -20,8 +20,8 @@ from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
-from adcompare.operators import OPERATORS, applicable_operators, expected_shape, spec  # noqa: E402
-from adcompare.problem import example_output_shape, output_shape  # noqa: E402
+from adcompare.operators import OPERATORS, expected_shape, spec  # noqa: E402
+from adcompare.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
 from adcompare.adapters import autograd as autograd_adapter  # noqa: E402
@@ -293,7 +293,7 @@ def test_algorithms_say_what_happens(adapter):
 def test_unsupported_variant_and_device_say_why(registry, adapter):
     for op in OPERATORS:
         cap = adapter.capability(op, "compiled")
-        assert not cap.supported and cap.reason == "autograd has no compiler"
+        assert not cap.supported and cap.reason == "autograd has no compiler; use variant 'eager'"
     assert "no variant 'graph'" in adapter.capability("grad", "graph").reason
     assert set(adapter.variants) == {"eager"} and adapter.devices == ("cpu",)
     assert adapter.device_unavailable("cpu") is None

@@ -21,8 +21,8 @@ from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names  # noqa: E402
-from adcompare.operators import OPERATORS, applicable_operators, expected_shape, spec  # noqa: E402
-from adcompare.problem import example_output_shape, output_shape  # noqa: E402
+from adcompare.operators import OPERATORS, expected_shape, spec  # noqa: E402
+from adcompare.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
 from adcompare.adapters import tensorflow as tf_adapter  # noqa: E402

@@ -18,11 +18,12 @@ from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402
 from adcompare.inputs import cell_inputs  # noqa: E402
 from adcompare.namespace_probes import PROBES, probe_input  # noqa: E402
-from adcompare.operators import OPERATORS, applicable_operators, expected_shape, spec  # noqa: E402
-from adcompare.problem import example_output_shape, output_shape, problem  # noqa: E402
+from adcompare.operators import OPERATORS, expected_shape, spec  # noqa: E402
+from adcompare.problem import applicable_operators, example_output_shape, output_shape, problem  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
 from adcompare.adapters import torch as torch_adapter  # noqa: E402
+from adcompare.adapters import torch_namespace  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 EAGER_VARIANTS = ("eager", "eager-autograd")
@@ -80,7 +81,7 @@ FIX_PROBES = {**BREAKING, **SPEED}
 
 
 def test_every_fix_has_a_probe():
-    assert set(FIX_PROBES) == set(torch_adapter.FIXES)
+    assert set(FIX_PROBES) == set(torch_namespace.FIXES)
 
 
 def _vmapped_jacobian_and_dynamo(fn):

@@ -1,0 +1,122 @@
+"""array-api-compat's torch namespace with the few names that break torch.func or Dynamo, or are many times
+slower than the torch function an expert would call, replaced (`FIXES`); and the one arithmetic fix for
+torch.func's forward mode (`SCALAR_FIX`). torch is imported inside functions only. Every fix is tested against
+NumPy and under torch.func.vmap and Dynamo (tests/adapters/test_torch.py).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from .namespace_fix import Fix
+
+
+# --- namespace fixes: standard name -> Fix(trap, route, build(torch, compat)) ---------------------------------
+
+def _sign(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:
+    def sign(x, /):
+        """compat assigns NaN through a boolean mask, which torch.func.vmap and Dynamo cannot batch/trace."""
+        if x.dtype.is_complex:
+            return compat.sign(x)
+        return torch.where(torch.isnan(x), x, torch.sign(x))  # torch.sign(nan) is 0; the standard says nan
+
+    return sign
+
+
+def _scalar_operand(name: str) -> Callable[[ModuleType, ModuleType], Callable[..., Any]]:
+    """compat turns a Python scalar operand into a tensor through torch.result_type, which Dynamo cannot trace
+    (a torch op returning a dtype): a graph break. The standard gives the scalar the array's dtype; do that."""
+
+    def factory(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:
+        op = getattr(compat, name)
+
+        def as_tensor(value: Any, other: Any) -> Any:
+            if (type(value) in (int, float) and isinstance(other, torch.Tensor) and other.is_floating_point()):
+                return torch.as_tensor(value, dtype=other.dtype, device=other.device)
+            return value
+
+        def fixed(x1, x2, /, **kwargs):
+            return op(as_tensor(x1, x2), as_tensor(x2, x1), **kwargs)
+
+        fixed.__name__ = fixed.__qualname__ = name
+        return fixed
+
+    return factory
+
+
+def _vecdot(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:
+    def vecdot(x1, x2, /, *, axis: int = -1):
+        """compat's generic vecdot (moveaxis, broadcast, conj, a (1×n)@(n×1) matmul, indexing) took 70 µs where
+        torch.linalg.vecdot, the same contraction, took 3.5 µs at n = 10,000: a speed fix, not a correctness one."""
+        if x1.dtype != x2.dtype:  # mixed dtypes: compat's promotion rules apply
+            return compat.vecdot(x1, x2, axis=axis)
+        return torch.linalg.vecdot(x1, x2, dim=axis)
+
+    return vecdot
+
+
+SCALAR_GRAPH_BREAK = "graph break under Dynamo (a Python scalar operand goes through torch.result_type)"
+SCALAR_ROUTE = "the scalar becomes a tensor of the other operand's dtype"
+FIXES: dict[str, Fix] = {
+    "vecdot": Fix("about 20× slower (generic moveaxis/broadcast/matmul path)", "torch.linalg.vecdot", _vecdot),
+    "sign": Fix("NaN assigned through a boolean mask: torch.func.vmap and Dynamo cannot batch/trace it",
+                "torch.where(isnan(x), x, torch.sign(x))", _sign),
+    **{name: Fix(SCALAR_GRAPH_BREAK, SCALAR_ROUTE, _scalar_operand(name))
+       for name in ("maximum", "minimum", "atan2", "logaddexp")},
+}
+
+
+@functools.cache
+def fixed_namespace() -> ModuleType:
+    """array_api_compat.torch with `FIXES` applied, as a module of its own (compat's module is left untouched)."""
+    import array_api_compat.torch as compat
+    import torch
+
+    ns = ModuleType("adcompare.adapters.torch.xp", "array_api_compat.torch with adcompare's FIXES applied")
+    ns.__dict__.update({k: v for k, v in vars(compat).items() if not k.startswith("__")})
+    for name, fix in FIXES.items():
+        setattr(ns, name, fix.build(torch, compat))
+    return ns
+
+
+# --- the one arithmetic fix ----------------------------------------------------------------------------------
+# torch.func's forward mode drops the "wrapped number" mark of a Python float meeting a 0-d tensor, so the
+# tangent of `xp.vecdot(a, x) / math.sqrt(n)` becomes float64 in a float32 cell (pytorch/pytorch#90065): jvp and
+# jacfwd return float64 and hvp fails with "expected m1 and m2 to have the same dtype". Casting the result would
+# hide that and cannot rescue hvp; instead such a float becomes a 0-d tensor of the tensor's dtype before the op,
+# which is what torch's promotion rules give it anyway. Applied only where it can matter: forward-mode torch.func
+# operators in cells narrower than float64 (a Python float is float64 already). Recorded in the cell's details.
+FORWARD_MODE = frozenset({"jvp", "jacfwd", "hessian", "hvp", "vmap_jacfwd"})
+SCALAR_FIX = ("Python floats meeting 0-d tensors made 0-d tensors of the tensor's dtype "
+              "(TorchFunctionMode; torch.func forward mode otherwise upcasts tangents, pytorch/pytorch#90065)")
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "true_divide", "pow", "__add__", "__radd__", "__sub__",
+                         "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__"})
+
+
+@functools.cache
+def scalar_fix_mode() -> type:
+    """The TorchFunctionMode class behind SCALAR_FIX (built on first use: torch is imported lazily)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class PythonFloatsTakeTensorDtype(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if len(args) == 2 and getattr(func, "__name__", "") in _ARITHMETIC:
+                a, b = args
+                if type(b) is float and isinstance(a, torch.Tensor) and a.dim() == 0 and a.is_floating_point():
+                    args = (a, torch.tensor(b, dtype=a.dtype, device=a.device))
+            return func(*args, **(kwargs or {}))
+
+    return PythonFloatsTakeTensorDtype
+
+
+def with_scalar_fix(fn: Callable[..., Any]) -> Callable[..., Any]:
+    mode = scalar_fix_mode()
+
+    def fixed(*args: Any) -> Any:
+        with mode():
+            return fn(*args)
+
+    return fixed
