@@ -28,12 +28,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import __version__
 from .adapter import Adapter
 from .cell import CURRENT, Cell
 from .errors import EnvironmentSetupError
 from .fingerprint import Machine
 from .measurement import Measurement
 
+PACKAGE = Path(__file__).resolve().parent  # the adcompare package this process runs
 MANIFEST = "adcompare-environment.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -155,17 +157,13 @@ def _base_interpreter() -> str:
 
 
 def environment_key(spec: EnvironmentSpec) -> str:
-    from . import __version__
-
     canonical = json.dumps([list(spec.requirements), _base_interpreter(), sys.version, __version__])
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def adcompare_source() -> Path:
     """The adcompare source tree this process runs (a checkout, installed editable or not)."""
-    import adcompare
-
-    here = Path(adcompare.__file__).resolve().parent.parent
+    here = PACKAGE.parent
     candidates = [here]
     try:
         direct = importlib.metadata.distribution("adcompare").read_text("direct_url.json")
@@ -179,7 +177,7 @@ def adcompare_source() -> Path:
         if pyproject.is_file() and re.search(r'^name\s*=\s*"adcompare"', pyproject.read_text(), re.M):
             return root
     raise EnvironmentSetupError(f"--env installs adcompare's own source into each environment, but none was found "
-                                f"next to {adcompare.__file__}; install adcompare from a source checkout "
+                                f"next to {PACKAGE}; install adcompare from a source checkout "
                                 f"(pip install -e PATH) to use --env")
 
 

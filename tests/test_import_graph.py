@@ -26,6 +26,9 @@ ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
     ("adcompare.pytest_plugin", "adcompare.benchmark_cell"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.expectations"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.status"): LAZY_PYTEST,
+    ("adcompare.commands", "adcompare.report.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
+    ("adcompare.report.page", "adcompare.report.paper"): "matplotlib is an optional extra, loaded only for --figures",
+    ("adcompare.significance", "scipy.stats"): "scipy.stats takes about a second to import; only rank tests need it",
     ("adcompare.executors", "submitit"): "an optional extra (adcompare[slurm]), imported when --executor slurm asks",
 }
 # `if TYPE_CHECKING:` imports never run: they give type checkers the names of annotations. They are left out of

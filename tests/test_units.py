@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from adcompare import display, units
-from adcompare.report import figures, page
+from adcompare.report import figures, heatmap, page
 
 
 def test_durations_take_the_largest_unit_with_three_digits():
@@ -28,4 +28,4 @@ def test_missing_and_infinite_durations():
 
 
 def test_the_terminal_the_report_and_the_charts_share_it():
-    assert display.seconds is page.seconds is figures.seconds is units.seconds
+    assert display.seconds is page.seconds is figures.seconds is heatmap.seconds is units.seconds
