@@ -19,6 +19,8 @@ from .comparison import compare, pair_environments, regressions
 from .errors import UsageError
 from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
+from .plan import Selection
+from .plan import plan as make_plan
 from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from .results import ResultsWriter, finished_keys, load
 from .shards import ShardSpec
@@ -126,8 +128,8 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v for item in values or () for v in item.split(",") if v)
 
 
-def _selection(args: argparse.Namespace) -> runner.Selection:
-    return runner.Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
+def _selection(args: argparse.Namespace) -> Selection:
+    return Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
                             adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
                             dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite,
                             environments=_split(getattr(args, "environment", None)))
@@ -136,7 +138,7 @@ def _selection(args: argparse.Namespace) -> runner.Selection:
 def _plan(registry, selection, args):
     limit = int(args.memory_limit * 2**30) if args.memory_limit else None
     specs = environments.parse_options(getattr(args, "env", None) or ())
-    plan = runner.plan(registry, selection, memory_limit=limit, environments=specs)
+    plan = make_plan(registry, selection, memory_limit=limit, environments=specs)
     environments.check_pins(specs, [registry.adapters[a] for a in selection.adapters or registry.adapters])
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
@@ -252,7 +254,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.results:
         results = load(args.results)
     else:
-        plan = _plan(registry, runner.Selection(suite="quick"), args)
+        plan = _plan(registry, Selection(suite="quick"), args)
         path = out_dir / "results.jsonl"
         with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)

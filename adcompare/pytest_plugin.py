@@ -47,7 +47,7 @@ def plugin_specs(config: pytest.Config) -> tuple[str, ...]:
 
 
 def _selection(config: pytest.Config):
-    from adcompare.runner import Selection
+    from adcompare.plan import Selection
 
     def opt(name: str) -> tuple[str, ...]:
         return tuple(v for v in config.getoption(f"--adcompare-{name}").split(",") if v)
@@ -75,10 +75,11 @@ def _param(cell, registry):
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "adcompare_cell" not in metafunc.fixturenames:
         return
-    from adcompare import plugins, runner
+    from adcompare import plugins
+    from adcompare.plan import plan as make_plan
 
     registry = plugins.load(plugin_specs(metafunc.config))
-    plan = runner.plan(registry, _selection(metafunc.config))
+    plan = make_plan(registry, _selection(metafunc.config))
     metafunc.parametrize("adcompare_cell", [_param(c, registry) for c in plan.cells])
 
 

@@ -1,196 +1,27 @@
-"""Plans the matrix of cells and runs it through one worker process per (adapter, dtype, device).
+"""Runs a plan (plan.py) through one worker process per (adapter, dtype, device, environment).
 
-Workers run one at a time (they share the cores). Unsupported and too-large cells are decided here, without a
-framework. After a timeout at one size, the larger sizes of the same (problem, operator, adapter, variant, device,
-dtype) are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run resumes.
+Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
+(problem, operator, adapter, variant, device, dtype) are `skipped`. Each measurement is appended to the results
+file as it arrives, so a killed run resumes. The parent↔worker messages are in protocol.py.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .adapter import STANDARD_VARIANTS
 from .budget import left_out
 from .cell import CURRENT, Cell
 from .check import cross_check
-from .environments import EnvironmentSpec, in_environments
-from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
-from .operators import OPERATORS, applicable
+from .plan import Plan
 from .plugins import Registry
-from .preflight import too_large
-from .problem import DTYPES, Problem
-from .shapes import shapes_of
 from .status import Status
-from .suites import QUICK_DTYPES, SUITES, quick_allows
 from .worker_process import WorkerProcess
-
-DEVICES = ("cpu", "cuda")
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What to run; an empty tuple means "all". `suite` limits sizes and slow variants (see suites.py)."""
-
-    problems: tuple[str, ...] = ()
-    sizes: tuple[str, ...] = ()
-    operators: tuple[str, ...] = ()
-    adapters: tuple[str, ...] = ()
-    variants: tuple[str, ...] = ()
-    devices: tuple[str, ...] = ()
-    dtypes: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    suite: str = "quick"
-    environments: tuple[str, ...] = ()  # names from `--env` (or "current"), see environments.py
-
-
-@dataclass(frozen=True)
-class Plan:
-    cells: tuple[Cell, ...]  # to run in workers
-    decided: tuple[Measurement, ...]  # unsupported / too_large, decided without running
-    notes: tuple[str, ...] = ()
-
-    @property
-    def total(self) -> int:
-        return len(self.cells) + len(self.decided)
-
-
-def gpu_present() -> bool:
-    """A CUDA GPU is visible to this machine (without importing any framework)."""
-    return Path("/proc/driver/nvidia/gpus").is_dir() or shutil.which("nvidia-smi") is not None
-
-
-def required_frameworks() -> tuple[str, ...]:
-    return tuple(x.strip() for x in os.environ.get("ADCOMPARE_REQUIRE", "").split(",") if x.strip())
-
-
-def _check_names(kind: str, asked: Iterable[str], valid: Iterable[str]) -> None:
-    valid = list(valid)
-    for name in asked:
-        if name not in valid:
-            raise unknown(kind, name, valid)
-
-
-def usable_adapters(registry: Registry, asked: Sequence[str],
-                    elsewhere: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
-    """Adapters to run and notes on those left out; raises when a required or named one is unusable. Adapters in
-    `elsewhere` run in an environment of their own (`--env`), so need not be installed here."""
-    _check_names("adapter", asked, registry.adapters)
-    required = required_frameworks()
-    _check_names("framework in ADCOMPARE_REQUIRE", required, registry.adapters)
-    names, notes = [], []
-    for name in asked or sorted(registry.adapters):
-        avail = registry.adapters[name].available()
-        if avail.installed or name in elsewhere:
-            names.append(name)
-        elif name in required:
-            raise RequiredFrameworkMissing(f"ADCOMPARE_REQUIRE names {name!r} but {avail.reason}")
-        elif asked:
-            raise UsageError(f"adapter {name!r} is not usable: {avail.reason}")
-        else:
-            notes.append(f"adapter {name!r} left out: {avail.reason}")
-    return names, notes
-
-
-def _problems(registry: Registry, sel: Selection) -> list[Problem]:
-    _check_names("problem", sel.problems, registry.problems)
-    chosen = [registry.problems[n] for n in sel.problems] if sel.problems else list(registry.problems.values())
-    if sel.tags:
-        known = {t for p in registry.problems.values() for t in p.tags}
-        _check_names("tag", sel.tags, known)
-        chosen = [p for p in chosen if set(sel.tags) & set(p.tags)]
-    return chosen
-
-
-def _size_order(problem: Problem) -> dict[str, int]:
-    return {s.label: i for i, s in enumerate(problem.sizes_ascending)}
-
-
-def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
-         environments: Sequence[EnvironmentSpec] = ()) -> Plan:
-    """The cells to run, and those decided without running (unsupported, or too large for `memory_limit` bytes,
-    default half the machine's memory); each once per environment that runs its adapter (environments.py)."""
-    if sel.suite not in SUITES:
-        raise unknown("suite", sel.suite, SUITES)
-    _check_names("operator", sel.operators, OPERATORS)
-    _check_names("dtype", sel.dtypes, DTYPES)
-    _check_names("device", sel.devices, DEVICES)
-    elsewhere = frozenset(n for n, a in registry.adapters.items()
-                          if any(s.pins(a) for s in environments if s.name != CURRENT))
-    adapters, notes = usable_adapters(registry, sel.adapters, elsewhere)
-    all_variants = set(STANDARD_VARIANTS).union(*(registry.adapters[a].variants for a in registry.adapters))
-    _check_names("variant", sel.variants, all_variants)
-    problems = _problems(registry, sel)
-    all_sizes = {s.label for p in problems for s in p.sizes}
-    _check_names("size", sel.sizes, all_sizes)
-    devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
-    dtypes = sel.dtypes or (QUICK_DTYPES if sel.suite == "quick" else DTYPES)
-
-    cells: list[Cell] = []
-    decided: list[Measurement] = []
-    for problem in problems:
-        smallest = problem.smallest_size.label
-        builtin = problem.source.startswith("adcompare.problems.")
-        sizes = [s for s in problem.sizes if not sel.sizes or s.label in sel.sizes]
-        if sel.sizes and not sizes:
-            continue
-        try:
-            first = shapes_of(problem, problem.smallest_size)
-            out_shape, ex_shape = first.output, (first.example_output if problem.batch else None)
-        except Exception as exc:
-            raise UsageError(f"problem {problem.name!r} fails when evaluated through NumPy (the reference "
-                             f"namespace): {type(exc).__name__}: {exc}; fix the problem or its inputs") from exc
-        operators = sel.operators or problem.operators or tuple(OPERATORS)
-        for op in operators:
-            why = applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
-            if why is None and problem.operators is not None and op not in problem.operators:
-                why = f"problem {problem.name!r} restricts its operators to {', '.join(problem.operators)}"
-            if why:
-                if sel.operators and sel.problems:  # asked for by name: say what was left out, run the rest
-                    notes.append(f"left out problem {problem.name!r} with operator {op!r}: {why}")
-                continue
-            for adapter_name in adapters:
-                adapter = registry.adapters[adapter_name]
-                variants = sel.variants or adapter.planned_variants()
-                for variant in variants:
-                    for device in devices:
-                        for dtype in dtypes:
-                            for size in sizes:
-                                cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype)
-                                slow = variant in adapter.slow_variants
-                                if sel.suite == "quick" and not sel.sizes and not quick_allows(
-                                        cell, smallest_size=smallest, slow=slow, builtin=builtin):
-                                    continue
-                                cap = adapter.capability(op, variant)
-                                if not cap.supported:
-                                    decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
-                                                               support=cap.support.value))
-                                    continue
-                                big = too_large(problem, size, op, dtype, memory_limit, adapter, variant)
-                                if big:
-                                    decided.append(Measurement(cell, Status.TOO_LARGE, big,
-                                                               support=cap.support.value, algorithm=cap.algorithm))
-                                    continue
-                                cells.append(cell)
-
-    if environments or sel.environments:
-        cells = in_environments(cells, registry.adapters, environments, sel.environments)
-        decided = [replace(m, cell=c) for m in decided
-                   for c in in_environments([m.cell], registry.adapters, environments, sel.environments)]
-
-    orders = {p.name: _size_order(p) for p in problems}  # once per problem: the sort key runs once per cell
-
-    def order_key(c: Cell):
-        return (c.adapter, c.dtype, c.device, c.environment, c.problem, c.operator, c.variant,
-                orders[c.problem][c.size])
-
-    return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
 
 
 @dataclass

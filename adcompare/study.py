@@ -15,8 +15,8 @@ from .measurement import Measurement
 from .plugins import Registry
 from .preflight import estimate_bytes
 from .results import load
-from .runner import Plan, Selection
-from .runner import plan as make_plan
+from .plan import Plan, Selection
+from .plan import plan as make_plan
 from .shards import ShardSpec, owns_decided, shard_cells
 
 

@@ -60,7 +60,8 @@ from .operators import OPERATORS, expected_shape, minimum_elements
 from .problem import Problem, example_output_shape, output_shape
 from .problem import applicable_operators as admitted_operators
 from .problem import problem as declare_problem
-from .runner import Plan, RunOptions, run
+from .plan import Plan
+from .runner import RunOptions, run
 from .shapes import Shapes, shapes_of
 from .status import Status
 from .tolerance import scaled_error, tolerance

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from adcompare import runner
 from adcompare.budget import choose, family, parse_duration
 from adcompare.cli import main
 from adcompare.errors import UsageError
 from adcompare.estimate import estimate
+from adcompare.plan import Selection
+from adcompare.plan import plan as make_plan
 from adcompare.results import finished_keys, load
 from adcompare.status import Status
 
@@ -23,7 +24,7 @@ def test_durations():
 
 
 def test_a_budget_for_one_round_runs_every_familys_smallest_size(registry):
-    plan = runner.plan(registry, runner.Selection(problems=("exp_dot_loss", "control_loop_static"), suite="full",
+    plan = make_plan(registry, Selection(problems=("exp_dot_loss", "control_loop_static"), suite="full",
                                                   adapters=("autograd", "jax"), dtypes=("float32",)))
     est = estimate(registry, plan.cells)
     families = {family(c) for c in plan.cells}

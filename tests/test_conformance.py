@@ -11,7 +11,7 @@ from adcompare import Adapter, Capability, Prepared, plugins
 from adcompare.check import status_of
 from adcompare.errors import UnsupportedOperation
 from adcompare.namespace_probes import used_names
-from adcompare.runner import gpu_present
+from adcompare.plan import gpu_present
 from adcompare.status import Status
 from adcompare.testing import (
     AdapterConformance,

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import environments, runner
+from adcompare import environments
 from adcompare.cell import CURRENT, Cell
 from adcompare.cli import main
 from adcompare.environments import EnvironmentSpec
 from adcompare.errors import EnvironmentSetupError
+from adcompare.plan import Selection
+from adcompare.plan import plan as make_plan
 from adcompare.results import load
 
 OLD, NEW = "1.8.0", "1.9.1"  # numpy >= 2 needs autograd >= 1.7
@@ -50,17 +52,17 @@ def test_cell_identity_is_unchanged_in_the_current_environment():
 
 
 def test_plan_puts_pinned_adapters_in_their_environments(registry):
-    sel = runner.Selection(problems=("exp_dot_loss",), sizes=("n10",), operators=("grad",), variants=("eager",),
+    sel = Selection(problems=("exp_dot_loss",), sizes=("n10",), operators=("grad",), variants=("eager",),
                            dtypes=("float64",), adapters=("jax", "autograd"))
-    plain = runner.plan(registry, sel)
+    plain = make_plan(registry, sel)
     assert all(c.environment == CURRENT for c in plain.cells)
     specs = environments.parse_options(["old=autograd==1.8.0", "new=autograd==1.9.1"])
-    spread = runner.plan(registry, sel, environments=specs)
+    spread = make_plan(registry, sel, environments=specs)
     where = sorted((c.adapter, c.environment) for c in spread.cells)
     assert where == [("autograd", "new"), ("autograd", "old"), ("jax", CURRENT)]
-    with_current = runner.plan(registry, sel, environments=(*specs, EnvironmentSpec(CURRENT)))
+    with_current = make_plan(registry, sel, environments=(*specs, EnvironmentSpec(CURRENT)))
     assert ("autograd", CURRENT) in {(c.adapter, c.environment) for c in with_current.cells}
-    only_old = runner.plan(registry, replace(sel, environments=("old",)), environments=specs)
+    only_old = make_plan(registry, replace(sel, environments=("old",)), environments=specs)
     assert {c.environment for c in only_old.cells} == {"old"}
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from adcompare import runner
+from adcompare.plan import Selection
+from adcompare.plan import plan as make_plan
 from adcompare.cell import Cell
 from adcompare.cli import main
 from adcompare.estimate import History, estimate
@@ -15,7 +16,7 @@ from adcompare.status import Status
 
 
 def test_the_model_grows_with_size_and_slow_compilers(registry):
-    plan = runner.plan(registry, runner.Selection(problems=("exp_dot_loss",), operators=("jacfwd",), suite="full",
+    plan = make_plan(registry, Selection(problems=("exp_dot_loss",), operators=("jacfwd",), suite="full",
                                                   adapters=("torch",), dtypes=("float64",)))
     est = estimate(registry, plan.cells)
     eager = [est.cells[c.key] for c in plan.cells if c.variant == "eager"]

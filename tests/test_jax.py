@@ -6,6 +6,7 @@ import pytest
 
 from adcompare import runner
 from adcompare.cell import Cell
+from adcompare.plan import Plan, gpu_present
 from adcompare.status import Status
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
@@ -43,19 +44,19 @@ def test_unknown_variant_is_unsupported_with_reason(registry):
 
 
 def test_cuda_device_reports_why_when_absent(registry):
-    if runner.gpu_present():
+    if gpu_present():
         pytest.skip("a GPU is present: the unavailable path cannot be exercised here")
-    p = runner.Plan((Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cuda", "float32"),), ())
+    p = Plan((Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cuda", "float32"),), ())
     (m,) = runner.run(registry, p, runner.RunOptions(threads=1))
     assert m.status is Status.UNSUPPORTED and "no GPU backend" in m.message
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not runner.gpu_present(), reason="no CUDA GPU on this machine")
+@pytest.mark.skipif(not gpu_present(), reason="no CUDA GPU on this machine")
 def test_jax_on_cuda_agrees_with_reference(registry):
     cells = tuple(Cell("exp_dot_loss", "n1000", op, "jax", v, "cuda", "float32")
                   for op in ("grad", "jacrev", "hvp") for v in ("eager", "compiled"))
-    out = runner.run(registry, runner.Plan(cells, ()), runner.RunOptions(threads=1))
+    out = runner.run(registry, Plan(cells, ()), runner.RunOptions(threads=1))
     for m in out:
         assert m.status is Status.OK, (m.cell.id, m.message)
         assert m.device_name and m.device_name != "cuda"

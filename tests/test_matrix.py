@@ -9,11 +9,13 @@ import pytest
 
 from adcompare import plugins, runner
 from adcompare.errors import RequiredFrameworkMissing
+from adcompare.plan import Selection, required_frameworks, usable_adapters
+from adcompare.plan import plan as make_plan
 from adcompare.status import Status
 from adcompare.expectations import unexpected
 
 REGISTRY = plugins.load()
-PLAN = runner.plan(REGISTRY, runner.Selection(suite="quick", dtypes=("float32", "float64")))
+PLAN = make_plan(REGISTRY, Selection(suite="quick", dtypes=("float32", "float64")))
 CELLS = list(PLAN.cells) + [m.cell for m in PLAN.decided]
 QUICK = {"min_time": 0.005, "max_time": 0.05, "warmup_time": 0.0, "min_samples": 3, "block_time": 0.001}
 
@@ -40,7 +42,7 @@ def test_required_frameworks_ran_cells(matrix):
     planning raises when one is not installed (the test below), and here each one must have run cells ok,
     so a framework that is installed but cannot start a worker fails too."""
     ran = {m.cell.adapter for m in matrix.values() if m.status is Status.OK}
-    missing = sorted(set(runner.required_frameworks()) - ran)
+    missing = sorted(set(required_frameworks()) - ran)
     assert not missing, f"ADCOMPARE_REQUIRE names {missing}, which ran no cell ok"
 
 
@@ -50,6 +52,6 @@ def test_a_required_framework_that_is_not_installed_stops_planning(monkeypatch):
     monkeypatch.setattr(type(jax), "module", "adcompare_no_such_framework")
     monkeypatch.setenv("ADCOMPARE_REQUIRE", "jax")
     with pytest.raises(RequiredFrameworkMissing, match="ADCOMPARE_REQUIRE names 'jax'"):
-        runner.usable_adapters(registry, ())
+        usable_adapters(registry, ())
     monkeypatch.setenv("ADCOMPARE_REQUIRE", "")
-    assert "jax" not in runner.usable_adapters(registry, ())[0]
+    assert "jax" not in usable_adapters(registry, ())[0]

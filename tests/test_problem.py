@@ -84,7 +84,7 @@ def test_problems_in_module_and_builtin_registry(registry):
 def test_one_order_of_sizes_behind_smallest_and_larger():
     """Total dimension units first (n=2, p=1 is smaller than n=1, p=100), then dimension by dimension. The
     planner's order (quick suite's smallest size, a timeout skipping larger sizes) is this one."""
-    from adcompare import runner
+    from adcompare.plan import _size_order
 
     @problem(sizes=[{"n": 1, "p": 100}, {"n": 3, "p": 1}, {"n": 2, "p": 2}, {"n": 2, "p": 1}], wrt="x")
     def scaled(x, /, *, xp):
@@ -97,7 +97,7 @@ def test_one_order_of_sizes_behind_smallest_and_larger():
     built = scaled.build()
     assert [s.label for s in built.sizes_ascending] == ["n2-p1", "n2-p2", "n3-p1", "n1-p100"]
     assert built.smallest_size.label == "n2-p1"
-    assert list(runner._size_order(built)) == [s.label for s in built.sizes_ascending]
+    assert list(_size_order(built)) == [s.label for s in built.sizes_ascending]
 
 
 def test_declared_shapes_are_used_without_evaluating_the_problem():

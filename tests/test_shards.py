@@ -8,9 +8,10 @@ from collections import defaultdict
 
 import pytest
 
-from adcompare import runner
 from adcompare.cli import main
 from adcompare.errors import UsageError
+from adcompare.plan import Selection
+from adcompare.plan import plan as make_plan
 from adcompare.estimate import estimate
 from adcompare.shards import ShardSpec, assign, loads, units
 from adcompare.study import prepare
@@ -18,7 +19,7 @@ from adcompare.study import prepare
 
 @pytest.fixture(scope="module")
 def full(registry):
-    return runner.plan(registry, runner.Selection(suite="full"))
+    return make_plan(registry, Selection(suite="full"))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 8])

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from adcompare import plugins, runner
+from adcompare.plan import Plan, usable_adapters
 from adcompare.cell import Cell
 from adcompare.problem import applicable_operators
 from adcompare.expectations import unexpected
 
 REGISTRY = plugins.load()
-ADAPTERS, _ = runner.usable_adapters(REGISTRY, ())
+ADAPTERS, _ = usable_adapters(REGISTRY, ())
 
 
 def _cells():
@@ -33,7 +34,7 @@ CELLS = _cells()
 
 @pytest.fixture(scope="session")
 def coverage():
-    plan = runner.Plan(tuple(CELLS), ())
+    plan = Plan(tuple(CELLS), ())
     out = runner.run(REGISTRY, plan, runner.RunOptions(timeout=240, threads=2, time_it=False))
     return {m.cell.key: m for m in out}
 

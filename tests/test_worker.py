@@ -11,6 +11,7 @@ import time
 
 from adcompare import runner
 from adcompare.cell import Cell
+from adcompare.plan import Plan
 from adcompare.results import load
 from adcompare.status import Status
 
@@ -18,7 +19,7 @@ QUICK = {"min_time": 0.01, "max_time": 0.1, "warmup_time": 0.0, "min_samples": 3
 
 
 def _run(registry, cells, timeout=60.0):
-    p = runner.Plan(tuple(cells), ())
+    p = Plan(tuple(cells), ())
     recorded = []
     out = runner.run(registry, p, runner.RunOptions(timeout=timeout, threads=1, policy=QUICK),
                      record=recorded.append)
@@ -61,7 +62,7 @@ def test_dtypes_run_in_separate_workers_and_keep_their_dtype(registry):
     cells = [Cell("exp_dot_loss", "n10", "grad", "jax", v, "cpu", d)
              for d in ("float32", "float64") for v in ("eager", "compiled")]
     workers = []
-    p = runner.Plan(tuple(cells), ())
+    p = Plan(tuple(cells), ())
     out = runner.run(registry, p, runner.RunOptions(threads=1, policy=QUICK), on_worker=workers.append)
     assert sorted(w["dtype"] for w in workers) == ["float32", "float64"]
     assert len({w["pid"] for w in workers}) == 2
