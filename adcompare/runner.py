@@ -21,6 +21,7 @@ from .measurement import Measurement
 from .plan import Plan
 from .plugins import Registry
 from .status import Status
+from .timing import TimingPolicy
 from .worker_process import WorkerProcess
 
 
@@ -29,7 +30,7 @@ class RunOptions:
     timeout: float = 300.0
     threads: int = 1
     time_it: bool = True
-    policy: dict = field(default_factory=dict)
+    policy: TimingPolicy = field(default_factory=TimingPolicy)
     interpreters: dict[str, str] = field(default_factory=dict)  # environment name → its Python (not `current`)
     deadline: float | None = None  # time.monotonic() after which no cell starts (--max-time)
     budget: str = ""  # the --max-time as typed, for the skipped cells' message
@@ -89,11 +90,11 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
                 m = Measurement(cell, Status.CRASHED, str(exc))
             wall = time.perf_counter() - began
             if worker.starts != started and worker.info is not None:
-                named = cell.environment != CURRENT
-                on_worker({**worker.info, "environment": cell.environment} if named else worker.info)
-                wall -= float(worker.info.get("startup_seconds") or 0.0)
+                info = worker.info.to_json()
+                on_worker({**info, "environment": cell.environment} if cell.environment != CURRENT else info)
+                wall -= worker.info.startup_seconds
             if worker.info is not None and not m.versions:
-                m = replace(m, versions=dict(worker.info.get("versions") or {}))
+                m = replace(m, versions=dict(worker.info.versions))
             # The cell's own wall time, worker start-up excluded: what estimate.py learns from on this machine.
             m = replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})
             if m.status is Status.TIMEOUT:

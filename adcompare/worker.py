@@ -4,6 +4,7 @@ Why a process: JAX's x64 switch and thread settings are process-wide, BLAS reads
 compiled code can kill the interpreter (a SIGSEGV in compiled torch jacfwd was seen). The parent writes one JSON
 request per line on stdin and reads one JSON record per line on a dedicated pipe (`--result-fd`), because
 frameworks print to stdout and stderr. The first record describes the worker (start-up time, versions, device).
+The messages are protocol.py's.
 
     python -m adcompare.worker --adapter jax --dtype float64 --device cpu --threads 2 --result-fd 3 [--plugin P]
 """
@@ -14,20 +15,13 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 
 from . import plugins
-from .cell import Cell
 from .execution import ExecutionOptions, describe_exception, run_cell
 from .measurement import Measurement
+from .protocol import CellRecord, Request, WorkerInfo, send
 from .status import Status
-from .timing import TimingPolicy
-
-RESTART = "worker_restarted"  # a cell's details key: why its worker exited after it (see Adapter.unusable_after_failure)
-
-
-def _emit(stream, record: dict) -> None:
-    stream.write(json.dumps(record) + "\n")
-    stream.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,33 +45,25 @@ def main(argv: list[str] | None = None) -> int:
         device_name = args.device if unavailable else adapter.device_name(args.device)
     except Exception as exc:
         unavailable, device_name = f"{adapter.name} failed to start: {describe_exception(exc)}", args.device
-    _emit(out, {
-        "record": "worker", "adapter": adapter.name, "dtype": args.dtype, "device": args.device,
-        "device_name": device_name, "threads": args.threads, "pid": os.getpid(),
-        "startup_seconds": time.perf_counter() - started, "versions": adapter.versions(),
-        "unavailable": unavailable,
-    })
+    send(out, WorkerInfo(adapter.name, args.dtype, args.device, device_name, args.threads, os.getpid(),
+                         time.perf_counter() - started, adapter.versions(), unavailable))
 
     for line in sys.stdin:
         if not line.strip():
             continue
-        request = json.loads(line)
-        cell = Cell.from_json(request["cell"])
+        request = Request.from_json(json.loads(line))
+        cell = request.cell
         if unavailable:
-            _emit(out, {"record": "cell", **Measurement(cell, Status.UNSUPPORTED, unavailable).to_json()})
+            send(out, CellRecord(Measurement(cell, Status.UNSUPPORTED, unavailable)))
             continue
-        options = ExecutionOptions(time=request.get("time", True),
-                                   policy=TimingPolicy(**request.get("policy", {})))
+        options = ExecutionOptions(time=request.time, policy=request.policy)
         try:
             measurement = run_cell(adapter, registry.problem(cell.problem), cell, options)
         except Exception as exc:  # a bug outside the framework call still yields a record, not a dead worker
             measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
-        record = measurement.to_json()
-        record["device_name"] = record["device_name"] or device_name
+        measurement = replace(measurement, device_name=measurement.device_name or device_name)
         restart = adapter.unusable_after_failure(args.device) if measurement.status is Status.FAILED else None
-        if restart:
-            record["details"] = {**record["details"], RESTART: restart}
-        _emit(out, {"record": "cell", **record})
+        send(out, CellRecord(measurement, restart))
         if restart:
             return 0  # the parent starts a fresh worker for the next cell
     return 0

@@ -1,6 +1,6 @@
 """The parent's handle on a worker process: start it, send cells, read records, survive its death.
 
-A worker that dies mid-cell yields a `crashed` record naming the signal; one that runs past the cell's timeout is
+The messages are protocol.py's. A worker that dies mid-cell yields a `crashed` record naming the signal; one that runs past the cell's timeout is
 killed and yields `timeout`. Either way the next `run` starts a fresh worker, so one bad cell costs one cell.
 """
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 
 from .cell import Cell
 from .measurement import Measurement
+from .protocol import WORKER, CellRecord, Request, WorkerInfo, line
 from .status import Status
-from .worker import RESTART
+from .timing import TimingPolicy
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
@@ -68,7 +69,7 @@ class WorkerProcess:
     cache_dir: Path | None = None
     startup_timeout: float = 300.0
     interpreter: str | None = None  # the environment's Python (environments.py); None: this interpreter
-    info: dict[str, Any] | None = None  # the worker's first record
+    info: WorkerInfo | None = None  # the worker's first record
     starts: int = 0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _reader: int | None = field(default=None, repr=False)
@@ -80,7 +81,7 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> WorkerInfo:
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
         env = worker_environment(self.threads, self.cache_dir)
@@ -101,12 +102,12 @@ class WorkerProcess:
         self._reader, self._buffer = read_fd, b""
         self.starts += 1
         record = self._read(self.startup_timeout)
-        if record is None or record.get("record") != "worker":
+        if record is None or record.get("record") != WORKER:
             why = self._death_reason()
             self.close()
             raise RuntimeError(f"worker for {self.adapter}/{self.dtype}/{self.device} failed to start: {why}")
-        self.info = record
-        return record
+        self.info = WorkerInfo.from_json(record)
+        return self.info
 
     def _read(self, timeout: float | None) -> dict[str, Any] | None:
         """The next record, or None on EOF (the worker died: `_eof` is set) or on timeout (it is still running)."""
@@ -125,8 +126,8 @@ class WorkerProcess:
                     self._eof = True  # the pipe closes before the dying process can be reaped
                     return None
                 self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        raw, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(raw)
 
     def _log_tail(self, lines: int = 6) -> str:
         if self._log is None:
@@ -146,20 +147,20 @@ class WorkerProcess:
         return f"worker died ({_signal_name(code)})" + (f"; last output: {tail}" if tail else "")
 
     def run(self, cell: Cell, *, timeout: float, time_it: bool = True,
-            policy: dict[str, Any] | None = None) -> Measurement:
+            policy: TimingPolicy = TimingPolicy()) -> Measurement:
         if not self.alive:
             self.start()
-        request = {"cell": cell.to_json(), "time": time_it, "policy": policy or {}}
         try:
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.write(line(Request(cell, time_it, policy)).encode())
             self._proc.stdin.flush()
         except BrokenPipeError:
             pass
         record = self._read(timeout)
         if record is not None:
-            if RESTART in (record.get("details") or {}):
+            answer = CellRecord.from_json(record)
+            if answer.restart:
                 self.close()  # the worker exits after this record; the next cell starts a fresh one
-            return Measurement.from_json(record)
+            return answer.measurement
         if not self._eof:
             self.kill()
             return Measurement(cell, Status.TIMEOUT, f"ran past the {timeout:g} s cell timeout; worker stopped")

@@ -133,7 +133,7 @@ def test_an_environment_worker_ignores_the_parents_python_path(release_run, monk
     env = environments.build(EnvironmentSpec("old", (f"autograd=={OLD}",)))
     with WorkerProcess("autograd", "float64", "cpu", 1, interpreter=env.python) as worker:
         info = worker.start()
-    assert info["versions"]["autograd"] == OLD and info["unavailable"] is None
+    assert info.versions["autograd"] == OLD and info.unavailable is None
 
 
 def test_each_cell_records_its_environment_and_loaded_versions(release_run):

@@ -12,12 +12,13 @@ from adcompare.errors import RequiredFrameworkMissing
 from adcompare.plan import Selection, required_frameworks, usable_adapters
 from adcompare.plan import plan as make_plan
 from adcompare.status import Status
+from adcompare.timing import TimingPolicy
 from adcompare.expectations import unexpected
 
 REGISTRY = plugins.load()
 PLAN = make_plan(REGISTRY, Selection(suite="quick", dtypes=("float32", "float64")))
 CELLS = list(PLAN.cells) + [m.cell for m in PLAN.decided]
-QUICK = {"min_time": 0.005, "max_time": 0.05, "warmup_time": 0.0, "min_samples": 3, "block_time": 0.001}
+QUICK = TimingPolicy(min_time=0.005, max_time=0.05, warmup_time=0.0, min_samples=3, block_time=0.001)
 
 
 @pytest.fixture(scope="session")

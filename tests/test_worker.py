@@ -14,8 +14,9 @@ from adcompare.cell import Cell
 from adcompare.plan import Plan
 from adcompare.results import load
 from adcompare.status import Status
+from adcompare.timing import TimingPolicy
 
-QUICK = {"min_time": 0.01, "max_time": 0.1, "warmup_time": 0.0, "min_samples": 3}
+QUICK = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)
 
 
 def _run(registry, cells, timeout=60.0):

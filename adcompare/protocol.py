@@ -1,0 +1,98 @@
+"""The parent↔worker protocol: every message between runner.py's parent and a worker process, in one place.
+
+One JSON object per line. The parent writes a `Request` per cell on the worker's stdin; the worker writes on its
+result pipe (`--result-fd`) first a `WorkerInfo`, then one `CellRecord` per request. worker.py is the worker's
+side, worker_process.py the parent's. A worker in another environment (environments.py) runs that environment's
+adcompare, so each side reads what it knows and keeps the rest: a request carries only the timing settings that
+differ from `TimingPolicy()`, and a worker record's unknown fields travel on in `WorkerInfo.extra`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, TextIO
+
+from .cell import Cell
+from .measurement import Measurement
+from .timing import TimingPolicy
+
+WORKER = "worker"  # the "record" field of the first record
+CELL = "cell"  # the "record" field of each measurement
+RESTART = "worker_restarted"  # a cell's details key: why its worker exited after it (see Adapter.unusable_after_failure)
+_DEFAULT_POLICY = TimingPolicy()
+
+
+@dataclass(frozen=True)
+class Request:
+    """Parent → worker: run one cell, timed or checked only, under a timing policy."""
+
+    cell: Cell
+    time: bool = True
+    policy: TimingPolicy = _DEFAULT_POLICY
+
+    def to_json(self) -> dict[str, Any]:
+        changed = {k: v for k, v in asdict(self.policy).items() if v != getattr(_DEFAULT_POLICY, k)}
+        return {"cell": self.cell.to_json(), "time": self.time, "policy": changed}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Request":
+        return cls(Cell.from_json(data["cell"]), data.get("time", True), TimingPolicy(**data.get("policy", {})))
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Worker → parent, once, before any cell: what started (the results file keeps it as a "worker" record).
+    `unavailable` says why no cell can run in it (its cells are then recorded unsupported)."""
+
+    adapter: str
+    dtype: str
+    device: str
+    device_name: str = ""
+    threads: int = 1
+    pid: int = 0
+    startup_seconds: float = 0.0
+    versions: dict[str, str] = field(default_factory=dict)
+    unavailable: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # fields from another adcompare version, kept as sent
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"record": WORKER, **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}}
+        return {**data, **self.extra}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "WorkerInfo":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        given = {k: v for k, v in data.items() if k in known}
+        given.update(startup_seconds=float(data.get("startup_seconds") or 0.0),
+                     versions=dict(data.get("versions") or {}))
+        return cls(**given, extra={k: v for k, v in data.items() if k not in known and k != "record"})
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """Worker → parent, once per request: the cell's measurement, and `restart` (why) when the worker exits after
+    it; the reason stays in the measurement's details under `RESTART`, so the results file says it too."""
+
+    measurement: Measurement
+    restart: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.measurement
+        if self.restart:
+            m = replace(m, details={**m.details, RESTART: self.restart})
+        return {"record": CELL, **m.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CellRecord":
+        measurement = Measurement.from_json(data)
+        return cls(measurement, measurement.details.get(RESTART))
+
+
+def line(message: Request | WorkerInfo | CellRecord) -> str:
+    """One message as the protocol's line of JSON."""
+    return json.dumps(message.to_json()) + "\n"
+
+
+def send(stream: TextIO, message: Request | WorkerInfo | CellRecord) -> None:
+    stream.write(line(message))
+    stream.flush()
