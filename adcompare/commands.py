@@ -130,9 +130,9 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
 
 def _selection(args: argparse.Namespace) -> Selection:
     return Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
-                            adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
-                            dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite,
-                            environments=_split(getattr(args, "environment", None)))
+                     adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
+                     dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite,
+                     environments=_split(getattr(args, "environment", None)))
 
 
 def _plan(registry, selection, args):

@@ -25,7 +25,7 @@ def test_durations():
 
 def test_a_budget_for_one_round_runs_every_familys_smallest_size(registry):
     plan = make_plan(registry, Selection(problems=("exp_dot_loss", "control_loop_static"), suite="full",
-                                                  adapters=("autograd", "jax"), dtypes=("float32",)))
+                                         adapters=("autograd", "jax"), dtypes=("float32",)))
     est = estimate(registry, plan.cells)
     families = {family(c) for c in plan.cells}
     smallest = [c for c in plan.cells if c.size == "n10"]

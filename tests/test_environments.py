@@ -53,7 +53,7 @@ def test_cell_identity_is_unchanged_in_the_current_environment():
 
 def test_plan_puts_pinned_adapters_in_their_environments(registry):
     sel = Selection(problems=("exp_dot_loss",), sizes=("n10",), operators=("grad",), variants=("eager",),
-                           dtypes=("float64",), adapters=("jax", "autograd"))
+                    dtypes=("float64",), adapters=("jax", "autograd"))
     plain = make_plan(registry, sel)
     assert all(c.environment == CURRENT for c in plain.cells)
     specs = environments.parse_options(["old=autograd==1.8.0", "new=autograd==1.9.1"])

@@ -17,7 +17,7 @@ from adcompare.status import Status
 
 def test_the_model_grows_with_size_and_slow_compilers(registry):
     plan = make_plan(registry, Selection(problems=("exp_dot_loss",), operators=("jacfwd",), suite="full",
-                                                  adapters=("torch",), dtypes=("float64",)))
+                                         adapters=("torch",), dtypes=("float64",)))
     est = estimate(registry, plan.cells)
     eager = [est.cells[c.key] for c in plan.cells if c.variant == "eager"]
     assert eager == sorted(eager) and eager[-1] > 2 * eager[0]
