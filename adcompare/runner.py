@@ -22,7 +22,7 @@ from .plugins import Registry
 from .preflight import too_large
 from .problem import DTYPES, Problem, example_output_shape, output_shape
 from .status import Status
-from .suites import QUICK_DTYPES, SUITES, quick_allows
+from .suites import SUITE_DTYPES, SUITES, allows
 from .worker_process import WorkerProcess
 
 STANDARD_VARIANTS = ("eager", "compiled")
@@ -119,7 +119,7 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
     all_sizes = {s.label for p in problems for s in p.sizes}
     _check_names("size", sel.sizes, all_sizes)
     devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
-    dtypes = sel.dtypes or (QUICK_DTYPES if sel.suite == "quick" else DTYPES)
+    dtypes = sel.dtypes or SUITE_DTYPES.get(sel.suite, DTYPES)
 
     cells: list[Cell] = []
     decided: list[Measurement] = []
@@ -154,8 +154,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
                             for size in sizes:
                                 cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype)
                                 slow = variant in adapter.slow_variants
-                                if sel.suite == "quick" and not sel.sizes and not quick_allows(
-                                        cell, smallest_size=smallest, slow=slow, builtin=builtin):
+                                if not sel.sizes and not allows(sel.suite, cell, size, smallest_size=smallest,
+                                                                slow=slow, builtin=builtin):
                                     continue
                                 cap = adapter.capability(op, variant)
                                 if not cap.supported:
@@ -220,7 +220,8 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
             groups[(c.adapter, c.dtype, c.device)].append(c)
     try:
         for (adapter, dtype, device), cells in groups.items():
-            worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir)
+            worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir,
+                                   inputs=registry.inputs, seed=registry.seed)
             with worker:
                 for m in _run_group(worker, cells, options, on_worker, progress):
                     record(m)

@@ -1,17 +1,19 @@
 """Named suites. `quick` is an explicit list of small cells covering every operator family and adapter; `full`
-is every size of every problem.
+is every size of every problem; `adbench` is ADBench's published benchmarks (GMM, BA, LSTM at the sizes and with
+the operators of ADBench's plots, float64, every variant), whose cells compare with ADBench's and GradBench's.
 
 The quick suite runs float32 unless dtypes are asked for, keeps slow variants (an adapter's `slow_variants`, e.g.
 torch.compile at ~7–16 s per cold compile) to the operators listed with them, and leaves out built-in problems it
-does not list. A problem from a plugin that the suite does not list runs at its smallest size.
+does not list. A problem from a plugin that the suite does not list runs at its smallest size (quick) or not at
+all (adbench). Sizes are matched on their dimensions, so `--seed` keeps a suite's cells; a size read from an input
+file (`--inputs`) is in every suite that lists its problem and operator.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .cell import Cell
-
-QUICK_DTYPES = ("float32",)
+from .problem import Size, grid
 
 
 @dataclass(frozen=True)
@@ -21,8 +23,8 @@ class SuiteEntry:
     operators: tuple[str, ...] | None = None  # None: every applicable operator
     slow_variants: tuple[str, ...] = ()  # operators for which slow variants run too
 
-    def allows(self, cell: Cell, slow: bool) -> bool:
-        if cell.problem != self.problem or cell.size not in self.sizes:
+    def allows(self, cell: Cell, size: Size, slow: bool) -> bool:
+        if cell.problem != self.problem or not (size.source or size.dims_label in self.sizes):
             return False
         if self.operators is not None and cell.operator not in self.operators:
             return False
@@ -44,11 +46,41 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
 )
 
-SUITES = ("quick", "full")
+# ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and
+# the operators its tools time: objective and gradient; for BA the objective and the p dense 3 × 15 Jacobian
+# blocks. gmm_posterior is GradBench's gmm at GradBench's default grid (d and K as ADBench's but K ≤ 100, n = 1000).
+def _labels(**axes) -> tuple[str, ...]:
+    return tuple("-".join(f"{k}{v}" for k, v in dims.items()) for dims in grid(**axes))
 
 
-def quick_allows(cell: Cell, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
+ADBENCH_BA = ((49, 7776, 31843), (21, 11315, 36455), (161, 48126, 182072), (372, 47423, 204472),
+              (257, 65132, 225911), (539, 65220, 277273), (93, 61203, 287451), (88, 64298, 383937),
+              (810, 88814, 393775), (1197, 126327, 563734), (1723, 156502, 678718), (253, 163691, 899155),
+              (245, 198739, 1091386), (356, 226730, 1255268), (1102, 780462, 4052340), (1544, 942409, 4750193),
+              (1778, 993923, 5001946), (1936, 649673, 5213733), (4585, 1324582, 9125125),
+              (13682, 4456117, 2987644))  # ba1 … ba20 as (n, m, p)
+ADBENCH: tuple[SuiteEntry, ...] = (
+    SuiteEntry("gmm", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100, 200], n=[1_000, 10_000]),
+               ("value", "grad"), slow_variants=("value", "grad")),
+    SuiteEntry("gmm_posterior", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100], n=[1_000]),
+               ("value", "grad"), slow_variants=("value", "grad")),
+    SuiteEntry("bundle_adjustment", tuple(f"n{n}-m{m}-p{p}" for n, m, p in ADBENCH_BA),
+               ("value", "vmap_jacfwd", "vmap_jacrev"), slow_variants=("value", "vmap_jacfwd", "vmap_jacrev")),
+    SuiteEntry("lstm", _labels(l=[2, 4], c=[1024, 4096], b=[14]), ("value", "grad"),
+               slow_variants=("value", "grad")),
+)
+
+SUITES = ("quick", "full", "adbench")
+SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtypes; `full`: every dtype
+
+
+def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
+    """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants)."""
+    if suite == "full":
+        return True
+    if suite == "adbench":
+        return any(e.allows(cell, size, slow) for e in ADBENCH)
     entries = [e for e in QUICK if e.problem == cell.problem]
     if not entries:
-        return not builtin and cell.size == smallest_size and not slow
-    return any(e.allows(cell, slow) for e in entries)
+        return not builtin and (bool(size.source) or size.label == smallest_size) and not slow
+    return any(e.allows(cell, size, slow) for e in entries)
