@@ -6,7 +6,7 @@ import argparse
 from rich.console import Console
 
 from .errors import AdcompareError
-from .suites import SUITES
+from .suites import SUITE_SUMMARIES, SUITES
 
 EPILOG = """\
 examples:
@@ -37,8 +37,7 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
                        ("tag", "TAG")):
         g.add_argument(f"--{name}", action="append", metavar=meta)
     g.add_argument("--suite", default="quick", choices=SUITES,
-                   help="quick: small explicit cells (default); full: every size; adbench: ADBench's published "
-                        "sizes and operators, float64")
+                   help="; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
     g = p.add_argument_group("inputs (default: generated with seed 0)")
     g.add_argument("--inputs", action="append", default=[], metavar="PATH",
                    help="read a problem's inputs from this file (repeatable): ADBench's gmm_d*_K*.txt, "

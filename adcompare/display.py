@@ -14,6 +14,7 @@ from .operators import OPERATORS
 from .plugins import Registry
 from .runner import STANDARD_VARIANTS
 from .status import Status
+from .suites import SUITE_SUMMARIES
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 
@@ -48,7 +49,8 @@ def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
                          "output_shape_at_smallest": list(output_shape(p, p.sizes[0])),
                          "summary": p.description.splitlines()[0] if p.description else ""})
     broken = [{"name": b.name, "reason": b.reason} for b in registry.broken]
-    return {"adapters": adapters, "problems": problems, "broken_plugins": broken}
+    suites = [{"name": name, "summary": text} for name, text in SUITE_SUMMARIES.items()]
+    return {"adapters": adapters, "problems": problems, "suites": suites, "broken_plugins": broken}
 
 
 def _sizes(labels: list[str]) -> str:
@@ -72,6 +74,13 @@ def print_inventory(console: Console, inv: dict[str, Any]) -> None:
     for p in inv["problems"]:
         t.add_row(p["name"], _sizes(p["sizes"]), ", ".join(p["tags"]),
                   p["wrt"] + (f" / {p['batch']}" if p["batch"] else ""), escape(p["summary"]))
+    console.print(t)
+
+    t = Table(title="Suites (--suite)", title_justify="left")
+    t.add_column("suite")
+    t.add_column("cells", overflow="fold")
+    for s in inv["suites"]:
+        t.add_row(s["name"], escape(s["summary"]))
     console.print(t)
 
     for a in inv["adapters"]:

@@ -9,7 +9,7 @@ import math
 import os
 
 from .operators import spec
-from .problem import Problem, Size, example_output_shape, output_shape
+from .problem import Problem, Size, example_output_shape, input_shapes, output_shape
 
 SAFETY_FACTOR = 4
 
@@ -22,12 +22,12 @@ def available_memory_bytes() -> int:
 
 
 def estimate_bytes(problem: Problem, size: Size, operator: str, dtype: str) -> int:
-    inputs = problem.inputs(size, "float64")
+    shapes = input_shapes(problem, size)
     itemsize = 4 if dtype == "float32" else 8
-    n_in = int(math.prod(inputs[problem.wrt].shape))
+    n_in = int(math.prod(shapes[problem.wrt]))
     s = spec(operator)
     if s.per_example:
-        batch = inputs[problem.batch].shape[0]
+        batch = shapes[problem.batch][0]
         n_out = int(math.prod(example_output_shape(problem, size)))
         basis = {"vmap_jacfwd": n_in * n_in, "vmap_jacrev": n_out * n_out}.get(operator, 0)
         elements = batch * (n_out * n_in + basis)  # vmap materialises one basis per example

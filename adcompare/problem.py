@@ -328,13 +328,21 @@ def problems_in(module: ModuleType) -> list[Problem]:
     return [v.build() for v in vars(module).values() if isinstance(v, ProblemDefinition)]
 
 
+@functools.lru_cache(maxsize=512)
+def input_shapes(problem: Problem, size: Size) -> dict[str, tuple[int, ...]]:
+    """Shapes of the inputs at `size` (planning asks once per size, not once per cell)."""
+    return {k: tuple(np.shape(v)) for k, v in problem.inputs(size, "float64").items()}
+
+
+@functools.lru_cache(maxsize=512)
 def output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
-    """Shape of f(wrt) with the whole batch, found by evaluating through NumPy at float64."""
+    """Shape of f(wrt) with the whole batch, found by evaluating through NumPy at float64 (once per size)."""
     inputs = problem.inputs(size, "float64")
     w = inputs.pop(problem.wrt)
     return tuple(np.shape(problem.bind(np, inputs)(w)))
 
 
+@functools.lru_cache(maxsize=512)
 def example_output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
     """Shape of f(wrt, example) for one batch element."""
     inputs = problem.inputs(size, "float64")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from adcompare.suites import SUITE_SUMMARIES, SUITES
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("adcompare", "adcompare benchmark matrix")
@@ -17,8 +19,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                             ("variants", "variants"), ("dtypes", "dtypes"), ("sizes", "size labels")):
         group.addoption(f"--adcompare-{name}", default="", metavar="A,B",
                         help=f"comma-separated {help_text} for the benchmark matrix (default: all)")
-    group.addoption("--adcompare-suite", default="quick", choices=["quick", "full"],
-                    help="which suite the benchmark matrix covers (default: quick)")
+    group.addoption("--adcompare-suite", default="quick", choices=SUITES,
+                    help="which suite the benchmark matrix covers (default: quick): "
+                         + "; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
 
 
 def _selection(config: pytest.Config):

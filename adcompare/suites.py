@@ -5,8 +5,9 @@ the operators of ADBench's plots, float64, every variant), whose cells compare w
 The quick suite runs float32 unless dtypes are asked for, keeps slow variants (an adapter's `slow_variants`, e.g.
 torch.compile at ~7–16 s per cold compile) to the operators listed with them, and leaves out built-in problems it
 does not list. A problem from a plugin that the suite does not list runs at its smallest size (quick) or not at
-all (adbench). Sizes are matched on their dimensions, so `--seed` keeps a suite's cells; a size read from an input
-file (`--inputs`) is in every suite that lists its problem and operator.
+all (adbench). Sizes are matched on their dimensions, so `--seed` keeps a suite's cells. A size read from an input
+file (`--inputs`) was chosen explicitly, like `--size`: every suite runs it with every operator and variant, except
+`adbench`, which keeps to its operators.
 """
 from __future__ import annotations
 
@@ -70,17 +71,23 @@ ADBENCH: tuple[SuiteEntry, ...] = (
                slow_variants=("value", "grad")),
 )
 
-SUITES = ("quick", "full", "adbench")
+SUITE_SUMMARIES = {
+    "quick": "small explicit cells covering every operator family, float32 (the default)",
+    "full": "every size of every problem, both dtypes",
+    "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
+               "gmm log posterior; objective and gradient/Jacobian, float64",
+}
+SUITES = tuple(SUITE_SUMMARIES)
 SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtypes; `full`: every dtype
 
 
 def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
     """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants)."""
-    if suite == "full":
+    if suite == "full" or size.source and suite != "adbench":
         return True
     if suite == "adbench":
         return any(e.allows(cell, size, slow) for e in ADBENCH)
     entries = [e for e in QUICK if e.problem == cell.problem]
     if not entries:
-        return not builtin and (bool(size.source) or size.label == smallest_size) and not slow
+        return not builtin and size.label == smallest_size and not slow
     return any(e.allows(cell, size, slow) for e in entries)

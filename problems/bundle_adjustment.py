@@ -86,7 +86,7 @@ def residual(block, feat, xp):
     complex_step_safe=False,
 )
 def bundle_adjustment(delta, observations, /, *, xp):
-    """Per-observation BA residuals r(θᵢ + δ, uᵢ): R¹⁵ → R³ per observation, R¹⁵ → R^(p×3) for all.
+    """ADBench's BA residuals per observation, r(θᵢ + δ, uᵢ): R¹⁵ → R³ per observation, R¹⁵ → R^(p×3) for all.
 
     observations (p, 17) holds each observation's gathered parameters θᵢ = [camera (11) | point (3) | wᵢ] and its
     feature uᵢ (2). The suite's per-example operators keep `wrt` shared, so θᵢ is differentiated through a
