@@ -206,14 +206,15 @@ def _lstm_order(params_gradient: np.ndarray) -> np.ndarray:
 
 # --- through every adapter -----------------------------------------------------------------------------------
 
-CASES = {  # (problem, operator): variants
+CASES = {  # (problem, operator): variants. Compiled: one value and one reverse-mode derivative per problem.
     ("gmm", "value"): ("eager", "compiled"), ("gmm", "grad"): ("eager", "compiled"),
     ("bundle_adjustment", "value"): ("eager", "compiled"),
-    ("bundle_adjustment", "vmap_jacfwd"): ("eager", "compiled"),
+    ("bundle_adjustment", "vmap_jacfwd"): ("eager",),
     ("bundle_adjustment", "vmap_jacrev"): ("eager", "compiled"),
     ("lstm", "value"): ("eager",), ("lstm", "grad"): ("eager",),
 }
-SLOW_CASES = {("lstm", "value"): ("compiled",), ("lstm", "grad"): ("compiled",)}
+SLOW_CASES = {("bundle_adjustment", "vmap_jacfwd"): ("compiled",),  # ~1 min per compile on a loaded 2-core box
+              ("lstm", "value"): ("compiled",), ("lstm", "grad"): ("compiled",)}
 
 
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
@@ -288,7 +289,14 @@ def _assert_goldens(results: dict[str, object]) -> None:
         else:
             assert checks[f"{problem}/{operator}"](result), f"{key}: {np.ravel(result)[:6]} differs from ADBench's"
     ran = [k for k, r in results.items() if not (isinstance(r, dict) and "unsupported" in r)]
-    assert any(k.endswith("/eager") for k in ran)
+    assert any(k.endswith("/eager") for k in ran) or all(k.endswith("/compiled") for k in results)
+
+
+def _assert_compiled_ran(adapter_name: str, results: dict[str, object]) -> None:
+    """An adapter with a compiler must have compiled every case, not declared it unsupported."""
+    if plugins.load().adapter(adapter_name).capability("grad", "compiled").supported:
+        skipped = [k for k, r in results.items() if isinstance(r, dict) and "unsupported" in r]
+        assert not skipped, f"compiled cases declared unsupported: {skipped}"
 
 
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
@@ -296,11 +304,16 @@ def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(adapter_nam
     """GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
     compilation), LSTM objective and gradient (eager)."""
     _available(adapter_name)
-    _assert_goldens(_in_worker(adapter_name, CASES))
+    results = _in_worker(adapter_name, CASES)
+    _assert_goldens(results)
+    _assert_compiled_ran(adapter_name, results)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
-def test_every_adapter_reproduces_adbench_lstm_goldens_compiled(adapter_name):
+def test_every_adapter_reproduces_adbench_goldens_compiled_slow(adapter_name):
+    """LSTM compiled (a 1,023-step loop unrolled by every compiler) and BA's forward-mode blocks compiled."""
     _available(adapter_name)
-    _assert_goldens(_in_worker(adapter_name, SLOW_CASES))
+    results = _in_worker(adapter_name, SLOW_CASES)
+    _assert_goldens(results)
+    _assert_compiled_ran(adapter_name, results)
