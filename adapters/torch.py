@@ -288,6 +288,7 @@ class TorchAdapter(Adapter):
         import torch
 
         torch.set_num_threads(threads)
+        torch.set_float32_matmul_precision("highest")  # torch's default, stated: no TF32 (JAX's adapter matches it)
         try:
             torch.set_num_interop_threads(threads)
         except RuntimeError:  # only settable before the first parallel op; intra-op threads are what matters

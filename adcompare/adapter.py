@@ -145,6 +145,14 @@ class Adapter(ABC):
     def to_numpy(self, out: Any) -> np.ndarray:
         """The result as a NumPy array, keeping its dtype."""
 
+    def unusable_after_failure(self, device: str) -> str | None:
+        """Why this process must run no further cell after a `failed` one (None: it may go on).
+
+        A CUDA error such as an illegal memory access is sticky: every later call in the process fails with it
+        (seen with torch's compiled jacfwd on an H100, which then failed every eager cell after it). So by default
+        a failure on any device but the CPU costs a fresh worker, and only the failed cell is lost."""
+        return None if device == "cpu" else f"a failed cell on {device} can leave the device in an error state"
+
     def reset_peak_device_memory(self, device: str) -> None:
         """Reset the framework's device peak-memory counter, where it has one."""
 

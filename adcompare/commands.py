@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import display, plugins, provenance, runner
 from .errors import UsageError
 from .expectations import expected_failure
+from .fingerprint import this_machine
 from .input_files import check_selected, file_fed, with_inputs
 from .reference import reference_value
 from .results import ResultsWriter, finished_keys, load
@@ -27,6 +28,12 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     for b in registry.broken:
         err.print(f"[yellow]plugin {b.name!r} is broken and was skipped:[/] {b.reason}", highlight=False)
     return with_inputs(registry, getattr(args, "inputs", ()), getattr(args, "seed", 0))
+
+
+def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
+    """This run's header, with the machine fingerprint its records carry (versions of every known framework)."""
+    dists = [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
+    return provenance.collect(args.threads, this_machine(dists))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -133,7 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if not args.resume and Path(args.output).exists():
         err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")
-    with ResultsWriter(args.output, provenance.collect(args.threads), resume=args.resume) as writer:
+    with ResultsWriter(args.output, _provenance(registry, args), resume=args.resume) as writer:
         measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip)
     display.print_summary(out, measurements)
     out.print(f"results: {args.output}")
@@ -151,7 +158,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         plan = _plan(registry, runner.Selection(suite="quick"), args)
         path = out_dir / "results.jsonl"
-        with ResultsWriter(path, provenance.collect(args.threads)) as writer:
+        with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]

@@ -86,6 +86,12 @@ class Measurement:
     device_peak_bytes: int | None = None
     device_name: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    machine: str = ""  # fingerprint id of the machine that measured it (fingerprint.Machine.id); set on writing
+
+    @property
+    def merge_key(self) -> tuple[str, str]:
+        """Identity across files: the same cell on two machines is two records."""
+        return (self.machine, self.cell.key)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +108,7 @@ class Measurement:
             "device_peak_bytes": self.device_peak_bytes,
             "device_name": self.device_name,
             "details": self.details,
+            "machine": self.machine,
         }
 
     @classmethod
@@ -118,4 +125,5 @@ class Measurement:
             device_peak_bytes=data.get("device_peak_bytes"),
             device_name=data.get("device_name", ""),
             details=data.get("details") or {},
+            machine=data.get("machine") or "",
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,15 +11,7 @@ from typing import Any
 
 import numpy as np
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from .fingerprint import Machine
 
 
 def git_commit() -> str | None:
@@ -34,18 +25,21 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def collect(threads: int) -> dict[str, Any]:
+def collect(threads: int, machine: Machine) -> dict[str, Any]:
+    """The results header's provenance; `machine` is the fingerprint every record of this run carries."""
     from . import __version__
 
     return {
         "adcompare": __version__,
         "git_commit": git_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(),
+        "host": machine.host,
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "numpy": np.__version__,
-        "cpu": cpu_model(),
+        "cpu": machine.cpu,
+        "gpu": machine.gpu,
+        "machine": machine.to_json(),
         "cpu_count": os.cpu_count(),
         "threads": threads,
         "thread_policy": f"{threads} thread(s) per framework: OMP/MKL/OpenBLAS env vars at worker start, "

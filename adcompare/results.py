@@ -1,35 +1,47 @@
 """The results file: versioned JSON Lines with a provenance header, one record per cell appended as it finishes.
 
-Line 1: {"format": "adcompare-results", "schema": 1, "provenance": {...}}
-Then one object per line: {"record": "cell", ...Measurement.to_json()} or {"record": "worker", ...start-up info}.
+Line 1: {"format": "adcompare-results", "schema": 2, "provenance": {..., "machine": {...}}}
+Then one object per line: {"record": "cell", ...Measurement.to_json()}, {"record": "worker", ...start-up info} or
+{"record": "machine", ...Machine.to_json()} (the fingerprints that cell records name in "machine").
 A truncated last line (a killed run) is dropped with a warning; a file that is not adcompare results, or has a
 newer schema, is refused with one clear line.
+
+Schema history: 1 had no fingerprint (a cell's machine is derived from the file's header on load); 2 adds the
+machine fingerprint to every cell record and to the merge key.
 """
 from __future__ import annotations
 
 import json
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .benchmark_import import load_benchmark_json
+from .check import cross_check
 from .errors import ResultsFileError
+from .fingerprint import Machine
 from .measurement import Measurement
 
 FORMAT = "adcompare-results"
-SCHEMA = 1
+SCHEMA = 2
 
 
 @dataclass(frozen=True)
 class Results:
-    """Loaded results, possibly merged from several files (machines). Later files win on equal cell keys."""
+    """Loaded results, possibly merged from several files. Later files win on an equal (machine, cell key); the
+    same cell measured on two machines stays two measurements."""
 
     provenance: tuple[dict[str, Any], ...]
     measurements: tuple[Measurement, ...]
     workers: tuple[dict[str, Any], ...] = ()
     sources: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    machines: tuple[Machine, ...] = ()  # every fingerprint the measurements name, in order of first appearance
+
+    def machine(self, fingerprint: str) -> Machine | None:
+        return next((m for m in self.machines if m.id == fingerprint), None)
 
 
 def header(provenance: dict[str, Any]) -> dict[str, Any]:
@@ -72,34 +84,50 @@ def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[
     return head, records, notes
 
 
+def _header_machine(provenance: dict[str, Any], workers: list[dict[str, Any]]) -> Machine:
+    """A file's own machine: from the header (schema 2), or rebuilt from a schema-1 header and its workers."""
+    if isinstance(provenance.get("machine"), dict):
+        return Machine.from_json(provenance["machine"])
+    versions = {k: v for w in workers for k, v in (w.get("versions") or {}).items()}
+    return Machine.from_json({**provenance, "frameworks": versions})
+
+
 def load(paths: Sequence[str | Path]) -> Results:
     """Read and merge results files (pytest-benchmark JSON is imported, see benchmark_import), then cross-check."""
     provenance, workers, sources, notes = [], [], [], []
-    by_key: dict[str, Measurement] = {}
+    machines: dict[str, Machine] = {}
+    by_key: dict[tuple[str, str], Measurement] = {}
     for p in map(Path, paths):
         if p.suffix == ".json":
-            from .benchmark_import import load_benchmark_json
-
             prov, measurements = load_benchmark_json(p)
-            provenance.append(prov)
-            by_key.update((m.cell.key, m) for m in measurements)
+            own = _header_machine(prov, [])
+            machines.setdefault(own.id, own)
+            provenance.append({**prov, "machine": own.to_json()})
+            by_key.update((m.merge_key, m) for m in (replace(m, machine=own.id) for m in measurements))
             sources.append(str(p))
             continue
         head, records, file_notes = _read_lines(p)
         notes += file_notes
-        provenance.append(head["provenance"])
+        file_workers = [r for r in records if r.get("record") == "worker"]
+        own = _header_machine(head["provenance"], file_workers)
+        machines.setdefault(own.id, own)
+        provenance.append({**head["provenance"], "machine": own.to_json()})
         sources.append(str(p))
+        workers += file_workers
         for rec in records:
             kind = rec.get("record")
             if kind == "cell":
                 m = Measurement.from_json(rec)
-                by_key[m.cell.key] = m
-            elif kind == "worker":
-                workers.append(rec)
-    from .check import cross_check
-
+                if not m.machine:
+                    m = replace(m, machine=own.id)
+                by_key[m.merge_key] = m
+            elif kind == "machine":
+                other = Machine.from_json(rec)
+                machines.setdefault(other.id, other)
+    named = dict.fromkeys(m.machine for m in by_key.values())
     merged = cross_check(list(by_key.values()))  # pairwise/adjoint agreement is derived, never stored
-    return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes))
+    return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes),
+                   tuple(machines[i] for i in named if i in machines))
 
 
 def finished_keys(path: str | Path) -> set[str]:
@@ -117,6 +145,7 @@ class ResultsWriter:
     def __init__(self, path: str | Path, provenance: dict[str, Any], *, resume: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.machine = Machine.from_json(provenance.get("machine") or provenance)
         if resume and self.path.exists():
             _read_lines(self.path)  # refuse foreign files before appending
             self._drop_partial_tail()
@@ -124,6 +153,10 @@ class ResultsWriter:
         else:
             self._file = self.path.open("w")
             self._write(header(provenance))
+        self.add_machine(self.machine)  # a resume may run on another machine than the one that started the file
+
+    def add_machine(self, machine: Machine) -> None:
+        self._write({"record": "machine", **machine.to_json()})
 
     def _drop_partial_tail(self) -> None:
         data = self.path.read_bytes()
@@ -135,6 +168,9 @@ class ResultsWriter:
         self._file.flush()
 
     def add(self, measurement: Measurement) -> None:
+        """Append one cell, stamped with this run's machine unless it names its own (merged from a shard)."""
+        if not measurement.machine:
+            measurement = replace(measurement, machine=self.machine.id)
         self._write({"record": "cell", **measurement.to_json()})
 
     def add_worker(self, info: dict[str, Any]) -> None:

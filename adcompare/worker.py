@@ -15,6 +15,8 @@ import os
 import sys
 import time
 
+RESTART = "worker_restarted"  # a cell's details key: why its worker exited after it (see Adapter.unusable_after_failure)
+
 
 def _emit(stream, record: dict) -> None:
     stream.write(json.dumps(record) + "\n")
@@ -75,7 +77,12 @@ def main(argv: list[str] | None = None) -> int:
             measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
         record = measurement.to_json()
         record["device_name"] = record["device_name"] or device_name
+        restart = adapter.unusable_after_failure(args.device) if measurement.status is Status.FAILED else None
+        if restart:
+            record["details"] = {**record["details"], RESTART: restart}
         _emit(out, {"record": "cell", **record})
+        if restart:
+            return 0  # the parent starts a fresh worker for the next cell
     return 0
 
 

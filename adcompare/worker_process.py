@@ -20,6 +20,7 @@ from typing import Any
 from .cell import Cell
 from .measurement import Measurement
 from .status import Status
+from .worker import RESTART
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
@@ -148,6 +149,8 @@ class WorkerProcess:
             pass
         record = self._read(timeout)
         if record is not None:
+            if RESTART in (record.get("details") or {}):
+                self.close()  # the worker exits after this record; the next cell starts a fresh one
             return Measurement.from_json(record)
         if not self._eof:
             self.kill()

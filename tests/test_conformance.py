@@ -11,6 +11,7 @@ from adcompare import Adapter, Capability, Prepared, plugins
 from adcompare.check import status_of
 from adcompare.errors import UnsupportedOperation
 from adcompare.namespace_probes import used_names
+from adcompare.runner import gpu_present
 from adcompare.status import Status
 from adcompare.testing import (
     AdapterConformance,
@@ -40,6 +41,27 @@ class TestJax(AdapterConformance):
 
 class TestTorch(AdapterConformance):
     adapter = REGISTRY.adapters.get("torch")
+
+
+NO_GPU = pytest.mark.skipif(not gpu_present(), reason="no CUDA GPU on this machine")
+
+
+@pytest.mark.gpu
+@NO_GPU
+class TestJaxCuda(AdapterConformance):
+    """The same suite on the GPU (device sync, placement, device peak memory)."""
+
+    adapter = REGISTRY.adapters.get("jax")
+    device = "cuda"
+    dtypes = ("float32",)
+    isolated_dtypes = ("float64",)
+
+
+@pytest.mark.gpu
+@NO_GPU
+class TestTorchCuda(AdapterConformance):
+    adapter = REGISTRY.adapters.get("torch")
+    device = "cuda"
 
 
 class TestTensorflow(AdapterConformance):

@@ -59,3 +59,16 @@ def test_jax_on_cuda_agrees_with_reference(registry):
     for m in out:
         assert m.status is Status.OK, (m.cell.id, m.message)
         assert m.device_name and m.device_name != "cuda"
+
+
+def test_float32_matmuls_run_in_float32_on_every_device():
+    """JAX's GPU default is TF32 for float32 matmuls (error 2e-4 on linear_layer's Jacobian on an H100, over the
+    1e-4 tolerance); the adapter asks for full precision so float32 cells compare AD, not matmul precision."""
+    import subprocess
+    import sys
+
+    code = ("from adcompare import plugins\nimport jax\n"
+            "a = plugins.load().adapter('jax'); a.setup(dtype='float32', device='cpu', threads=1)\n"
+            "print(jax.config.jax_default_matmul_precision)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "highest", out.stderr[-2000:]

@@ -87,3 +87,25 @@ def test_killed_run_resumes_without_losing_or_duplicating_cells(tmp_path):
     keys = [l["key"] for l in lines if l.get("record") == "cell"]
     assert len(keys) == len(set(keys)) == len(load([out]).measurements)
     assert len(keys) > before
+
+
+def test_a_failure_that_poisons_the_process_costs_one_cell():
+    """Like a sticky CUDA error: the worker exits after the failed cell's record and the next cell gets a fresh
+    one (without it, `after_poison` fails in the poisoned process)."""
+    from adcompare import plugins
+
+    from .conftest import FIXTURES
+
+    registry = plugins.load((str(FIXTURES / "plugins" / "sticky.py"),))
+    cells = [Cell(p, "n3", "value", "sticky", "eager", "cpu", "float64") for p in ("poisons", "after_poison")]
+    got = _run(registry, cells)
+    assert got["poisons/n3"].status is Status.FAILED
+    assert "poisons this process" in got["poisons/n3"].details["worker_restarted"]
+    assert got["after_poison/n3"].status is Status.OK, got["after_poison/n3"].message
+
+
+def test_workers_on_the_cpu_go_on_after_a_failure(registry):
+    from adcompare.adapter import Adapter
+
+    assert Adapter.unusable_after_failure(registry.adapter("jax"), "cpu") is None
+    assert "error state" in Adapter.unusable_after_failure(registry.adapter("jax"), "cuda")

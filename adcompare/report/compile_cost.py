@@ -63,14 +63,14 @@ class CompileCost:
 def costs(measurements: Iterable[Measurement]) -> list[CompileCost]:
     """Every timed compiled cell paired with its timed eager twin (same adapter, problem, size, …)."""
     measurements = [m for m in measurements if timed(m)]
-    eager = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.device, m.cell.dtype): m
+    eager = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.device, m.cell.dtype, m.machine): m
              for m in measurements if is_eager(m.cell.variant)}
     out = []
     for m in measurements:
         c = m.cell
         if is_eager(c.variant):
             continue
-        out.append(CompileCost(m, eager.get((c.problem, c.size, c.operator, c.adapter, c.device, c.dtype))))
+        out.append(CompileCost(m, eager.get((c.problem, c.size, c.operator, c.adapter, c.device, c.dtype, m.machine))))
     out.sort(key=lambda k: (k.compiled.cell.problem, operator_order(k.compiled.cell.operator),
                             sizes.sort_key(k.compiled.cell.size), k.compiled.cell.adapter, k.compiled.cell.variant,
                             k.compiled.cell.device, k.compiled.cell.dtype))

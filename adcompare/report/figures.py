@@ -128,15 +128,15 @@ def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[st
     axis = sizes.axis(m.cell.size for m in cells)
     by_op: dict[str, list[Measurement]] = defaultdict(list)
     for m in cells:
-        if m.cell.key in jo and m.cell.size in axis.x and m.cell.operator in relative_cost.PLOTTED_OPERATORS:
+        if m.merge_key in jo and m.cell.size in axis.x and m.cell.operator in relative_cost.PLOTTED_OPERATORS:
             by_op[m.cell.operator].append(m)
     if not by_op:
         return None  # (one size is enough here: J/O is a ratio at each size, unlike a scaling curve)
     low, high = relative_cost.CHEAP_GRADIENT_BAND
     panels, every = [], []
     for op in sorted(by_op, key=operator_order):
-        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: jo[m.cell.key],
-                        lambda m: f"{entry(m)} {m.cell.size} ×{jo[m.cell.key]:.3g}")
+        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: jo[m.merge_key],
+                        lambda m: f"{entry(m)} {m.cell.size} ×{jo[m.merge_key]:.3g}")
         every += series
         band = (low, high, f"cheap-gradient bound {low:g}–{high:g}") \
             if op in relative_cost.BOUNDED_OPERATORS else None

@@ -115,8 +115,16 @@ class Timings:
 
 
 def _provenance(results: Results) -> list[list[tuple[str, str]]]:
+    """One block per machine fingerprint (four files from one host are one machine), naming its files."""
+    by_machine: dict[str, list[tuple[dict[str, Any], str]]] = defaultdict(list)
+    for prov, source in zip(results.provenance, results.sources):
+        by_machine[prov["machine"]["fingerprint"]].append((prov, source))
     machines = []
-    for prov in results.provenance:
+    for fingerprint, members in by_machine.items():
+        prov = {k: v for k, v in members[0][0].items() if k != "machine"}
+        prov["fingerprint"] = fingerprint
+        prov["frameworks"] = members[0][0]["machine"].get("frameworks") or None
+        prov["files"] = ", ".join(source for _, source in members)
         keys = [k for k in PROVENANCE_ORDER if k in prov] + sorted(k for k in prov if k not in PROVENANCE_ORDER)
         machines.append([(k, _flat(prov[k])) for k in keys if prov[k] not in (None, "")])
     return machines
@@ -148,10 +156,11 @@ def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
     }
 
 
-def _per_hardware(ms: Sequence[Measurement]) -> dict[tuple[str, str], list[Measurement]]:
+def _per_hardware(ms: Sequence[Measurement], machine_label) -> dict[tuple[str, str], list[Measurement]]:
+    """Cells that may be ranked against each other: one device and dtype on one machine fingerprint."""
     out: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
-        out[(m.cell.device, m.cell.dtype)].append(m)
+        out[(machine_label(m), m.cell.device, m.cell.dtype)].append(m)
     return dict(sorted(out.items()))
 
 
@@ -198,21 +207,30 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     relative: list[Figure] = []
     crossing: list[Figure] = []
     compiling: list[Figure] = []
-    by_problem: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
+    labels = {machine.id: machine.label for machine in results.machines}
+    # Machines are named in titles only when one device was timed on several (a CPU box and a GPU box are told
+    # apart by the device already).
+    shared_device = len({(m.machine, m.cell.device) for m in ms}) > len({m.cell.device for m in ms})
+
+    def machine_label(m: Measurement) -> str:
+        return labels.get(m.machine, m.machine) if shared_device else ""
+
+    by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
-        by_problem[(m.cell.problem, m.cell.device, m.cell.dtype)].append(m)
-    for (problem, device, dtype), cells in sorted(by_problem.items()):
-        title = f"{problem} · {device} · {dtype}"
+        by_problem[(m.cell.problem, machine_label(m), m.cell.device, m.cell.dtype)].append(m)
+    for (problem, machine, device, dtype), cells in sorted(by_problem.items()):
+        title = " · ".join(part for part in (problem, machine, device, dtype) if part)
         if (svg := figures.scaling(palette, title, cells)) is not None:
             scaling.append(Figure(title, svg))
         if (svg := figures.relative(palette, title, cells, jo)) is not None:
             relative.append(Figure(title, svg))
-    for (device, dtype), cells in _per_hardware(ms).items():
-        title = f"{device} · {dtype}"
+    for (machine, device, dtype), cells in _per_hardware(ms, machine_label).items():
+        title = " · ".join(part for part in (machine, device, dtype) if part)
         if (svg := figures.forward_reverse(palette, title, cells, dims)) is not None:
             crossing.append(Figure(title, svg))
         items = compile_cost.at_largest_size([k for k in compile_items if k.compiled.cell.device == device
-                                              and k.compiled.cell.dtype == dtype])
+                                              and k.compiled.cell.dtype == dtype
+                                              and machine_label(k.compiled) == machine])
         if (svg := figures.compile_scatter(palette, title, items)) is not None:
             compiling.append(Figure(title, svg))
     clock.mark("figures")

@@ -16,15 +16,15 @@ BOUNDED_OPERATORS = ("grad", "vjp", "vmap_grad")  # reverse-mode scalar/co-vecto
 PLOTTED_OPERATORS = ("grad", "vjp", "jvp", "hvp", "vmap_grad")  # Jacobians and Hessians grow with dimension
 
 
-def ratios(measurements: Iterable[Measurement]) -> dict[str, float]:
-    """Cell key → J/O for every timed derivative whose value twin was timed too."""
+def ratios(measurements: Iterable[Measurement]) -> dict[tuple[str, str], float]:
+    """(machine, cell key) → J/O for every timed derivative whose value twin was timed too."""
     measurements = [m for m in measurements if timed(m)]
-    value = {(m.cell.problem, m.cell.size, m.cell.adapter, m.cell.variant, m.cell.device, m.cell.dtype):
+    value = {(m.cell.problem, m.cell.size, m.cell.adapter, m.cell.variant, m.cell.device, m.cell.dtype, m.machine):
              m.timing.median for m in measurements if m.cell.operator == "value"}
     out = {}
     for m in measurements:
         c = m.cell
-        base = value.get((c.problem, c.size, c.adapter, c.variant, c.device, c.dtype))
+        base = value.get((c.problem, c.size, c.adapter, c.variant, c.device, c.dtype, m.machine))
         if c.operator != "value" and base:
-            out[c.key] = m.timing.median / base
+            out[m.merge_key] = m.timing.median / base
     return out

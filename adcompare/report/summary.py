@@ -1,6 +1,7 @@
 """The summary: per problem and operator, which adapter/variant is fastest and by how much, honestly.
 
-Cells compete when they compute the same thing on the same hardware: equal (problem, size, operator, device, dtype).
+Cells compete when they compute the same thing on the same hardware: equal (problem, size, operator, device, dtype)
+and the same machine fingerprint (cells timed on two machines are never ranked against each other).
 Only `ok` cells are ranked — a wrong derivative (mismatch) is not a fast one. Ties are decided by stats.Bootstrap.
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Verdict:
     operator: str
     device: str
     dtype: str
+    machine: str  # fingerprint id
     fastest: Measurement
     rivals: tuple[Rival, ...]  # slower by median, fastest first
     not_ranked: tuple[Measurement, ...]  # ran but not ok, or no timing
@@ -74,10 +76,10 @@ class ProblemSummary:
 
 
 def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list[ProblemSummary]:
-    groups: dict[tuple[str, str, str, str, str], list[Measurement]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, str, str], list[Measurement]] = defaultdict(list)
     for m in measurements:
         c = m.cell
-        groups[(c.problem, c.size, c.operator, c.device, c.dtype)].append(m)
+        groups[(c.problem, c.size, c.operator, c.device, c.dtype, m.machine)].append(m)
     verdicts: dict[str, list[Verdict]] = defaultdict(list)
     for key, members in groups.items():
         ranked = sorted((m for m in members if timed(m)), key=lambda m: (m.timing.median, entry(m)))
@@ -90,10 +92,10 @@ def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list
         verdicts[key[0]].append(Verdict(*key, fastest=best, rivals=rivals, not_ranked=others))
     out = []
     for problem in sorted(verdicts):
-        rows = sorted(verdicts[problem], key=lambda v: (operator_order(v.operator), v.device, v.dtype,
+        rows = sorted(verdicts[problem], key=lambda v: (operator_order(v.operator), v.device, v.dtype, v.machine,
                                                           sizes.sort_key(v.size)))
-        largest: dict[tuple[str, str, str], Verdict] = {}
+        largest: dict[tuple[str, str, str, str], Verdict] = {}
         for v in rows:  # sorted by size within an operator: the last one seen is the largest
-            largest[(v.operator, v.device, v.dtype)] = v
+            largest[(v.operator, v.device, v.dtype, v.machine)] = v
         out.append(ProblemSummary(problem, tuple(largest.values()), tuple(rows)))
     return out
