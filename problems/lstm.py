@@ -49,11 +49,11 @@ def _layer(weight, bias, hidden, cell, x, xp):
 @problem(sizes=LSTM_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp"), complex_step_safe=True)
 def lstm(params, /, *, state, sequence, xp):
-    """ADBench's LSTM objective: R^((8l+3)·b) → R.
+    """ADBench's LSTM objective (src/cpp/shared/lstm.h, lstm_objective): R^((8l+3)·b) → R.
 
     params (8l + 3, b) stacks ADBench's main_params (2l, 4b) reshaped to (8l, b) and extra_params (3, b)
     (input scale, output scale, output bias); state (2l, b) holds each layer's initial hidden and cell
-    state; sequence (c, b) the one-hot characters. For t = 0 … c−2, the input x = sequence[t] ⊙ extra₀ runs
+    state; sequence (c, b) the characters as 0/1 rows (b-digit binary code points). For t = 0 … c−2, the input x = sequence[t] ⊙ extra₀ runs
     through the l layers, ŷ = h_l ⊙ extra₁ + extra₂, and
 
         f = −(1 / (b(c − 1))) Σₜ Σₖ sequence[t+1]ₖ (ŷₖ − log(Σ exp(ŷ) + 2)).
