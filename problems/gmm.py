@@ -96,7 +96,7 @@ def adbench_wishart_term(params, d, xp):
 @problem(sizes=GMM_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp", "hvp"))
 def gmm(params, /, *, x, xp):
-    """ADBench's GMM objective (src/cpp/shared/gmm.h, gmm_objective): R^(K(1 + d + d(d+1)/2)) → R.
+    """ADBench's GMM objective (gmm.h; GradBench's log posterior is gmm_posterior): R^(K(1+d+d(d+1)/2)) → R.
 
     params (K, 1 + d + d(d+1)/2) holds, per component k, [αₖ | μₖ (d) | qₖ (d) | lₖ (d(d−1)/2)] (ADBench's
     alphas, means and icf = [q | l]); x (n, d) are the data points. With Qₖ = diag(exp(qₖ)) + Lₖ (Lₖ strictly
@@ -126,7 +126,7 @@ def _(rng, d, K, n):
 @problem(sizes=GRADBENCH_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp", "hvp"))
 def gmm_posterior(params, /, *, x, xp):
-    """GradBench's GMM log posterior (evals/gmm/README.md; cpp/gradbench/evals/gmm.hpp): R^(K(1 + d + d(d+1)/2)) → R.
+    """GradBench's GMM log posterior (evals/gmm/README.md; ADBench's prior sign flipped): R^(K(1+d+d(d+1)/2)) → R.
 
     Same parameters and likelihood as `gmm`; the prior is the log Wishart density of the precision matrices QₖᵀQₖ
     with V = I/γ², n′ = d + m + 1:

@@ -53,8 +53,8 @@ def lstm(params, /, *, state, sequence, xp):
 
     params (8l + 3, b) stacks ADBench's main_params (2l, 4b) reshaped to (8l, b) and extra_params (3, b)
     (input scale, output scale, output bias); state (2l, b) holds each layer's initial hidden and cell
-    state; sequence (c, b) the characters as 0/1 rows (b-digit binary code points). For t = 0 … c−2, the input x = sequence[t] ⊙ extra₀ runs
-    through the l layers, ŷ = h_l ⊙ extra₁ + extra₂, and
+    state; sequence (c, b) the characters as 0/1 rows (b-digit binary code points). For t = 0 … c−2, the
+    input x = sequence[t] ⊙ extra₀ runs through the l layers, ŷ = h_l ⊙ extra₁ + extra₂, and
 
         f = −(1 / (b(c − 1))) Σₜ Σₖ sequence[t+1]ₖ (ŷₖ − log(Σ exp(ŷ) + 2)).
 
