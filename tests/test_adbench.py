@@ -1,14 +1,15 @@
-"""ADBench's published golden values, on ADBench's own test inputs (tests/fixtures/adbench, MIT, see its README):
-through NumPy (the float64 reference) and through every installed adapter, eager and compiled (LSTM compiled,
-a 1,023-step unrolled loop, is `slow`). Plus BA at zero and near-zero rotation, and the input-file plumbing.
+"""ADBench's golden values, on ADBench's own test inputs (tests/fixtures/adbench, MIT, see its README): through
+NumPy (the float64 reference) and through every installed adapter, eager and compiled (LSTM compiled, a
+1,023-step unrolled loop, and BA's compiled forward-mode blocks are `slow`), BA also at θ = 0 and |θ| < 1e-12.
 
-Goldens and tolerances are ADBench's: test/python/modules/common/{gmm,ba,lstm}_tests.py compare with an absolute
-1e-8. Every adapter runs in its own process (JAX's x64 switch is process-wide), as in `adcompare run`.
+Two kinds of golden: ADBench's published ones (test/python/modules/common/{gmm,ba,lstm}_tests.py), held to
+ADBench's own absolute 1e-8; and the values ADBench's compiled C++ prints for the same inputs (objectives and its
+manual derivatives, tests/fixtures/adbench/cpp_goldens.json, made by cpp/make_goldens.sh), held to 1e-12
+relative. Every adapter runs in its own process (JAX's x64 switch is process-wide), as in `adcompare run`.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -29,6 +30,10 @@ ADBENCH = FIXTURES / "adbench"
 GMM_FILE, BA_FILE, LSTM_FILE = ADBENCH / "gmm" / "test.txt", ADBENCH / "ba" / "test.txt", \
     ADBENCH / "lstm" / "lstm_l2_c1024.txt"
 TOLERANCE = 1e-8  # ADBench's, absolute (utils.py assertFloatEqual / assertFloatArrayEqual)
+# Values printed by ADBench's compiled C++ (objectives and manual derivatives) for the same inputs, made by
+# tests/fixtures/adbench/cpp/make_goldens.sh; held to 1e-12 relative.
+CPP = json.loads((ADBENCH / "cpp_goldens.json").read_text())
+CPP_TOLERANCE = 1e-12
 
 # test/python/modules/common/gmm_tests.py
 GMM_OBJECTIVE = 8.07380408004975791e+00
@@ -86,58 +91,48 @@ def ba_rows() -> np.ndarray:
     return np.concatenate([rows, zero, tiny])
 
 
-def adbench_residual(row: np.ndarray) -> np.ndarray:
-    """ADBench's computeReprojError and computeZachWeightError for one (17,) row, as its C++ writes them, both
-    branches of rodrigues_rotate_point included (sqtheta != 0: Rodrigues; else pt + rot × pt)."""
-    rot, centre, f, x0, kappa = row[0:3], row[3:6], row[6], row[7:9], row[9:11]
-    point, w, feat = row[11:14], row[14], row[15:17]
-    pt = point - centre
-    sqtheta = float(rot @ rot)
-    if sqtheta != 0:
-        theta = math.sqrt(sqtheta)
-        k = rot / theta
-        rotated = pt * math.cos(theta) + np.cross(k, pt) * math.sin(theta) + k * (k @ pt) * (1 - math.cos(theta))
-    else:
-        rotated = pt + np.cross(rot, pt)
-    proj = rotated[:2] / rotated[2]
-    rsq = proj @ proj
-    err = w * (proj * (1 + kappa[0] * rsq + kappa[1] * rsq * rsq) * f + x0 - feat)
-    return np.array([err[0], err[1], 1 - w * w])
+BA_GOLDEN_CASES = ["file"] * 10 + ["zero"] * 10 + ["tiny_a", "tiny_b"] * 5  # the C++ case of each ba_rows() row
 
 
-def adbench_zero_rotation_block(row: np.ndarray) -> np.ndarray:
-    """(3, 15): the derivative ADBench's tools take at θ = 0, of its else branch pt + rot × pt: central
-    differences (h = 1e-6, exact up to O(h²) for this smooth function) with that branch forced."""
-    def forced(shift):
-        r = row.copy()
-        r[:ba.BLOCK] += shift
-        rot, pt = r[0:3], r[11:14] - r[3:6]
-        fake = r.copy()
-        fake[0:3] = 0.0  # the else branch, with the rotation applied by hand below
-        fake[11:14] = pt + np.cross(rot, pt) + r[3:6]
-        return adbench_residual(fake)
-
-    h = 1e-6
-    cols = [(forced(h * e) - forced(-h * e)) / (2 * h) for e in np.eye(ba.BLOCK)]
-    return np.stack(cols, axis=1)
+def close(actual, expected, rel: float = CPP_TOLERANCE) -> bool:
+    """|actual − expected| ≤ rel · max|expected|, elementwise (normwise relative: zeros in a block are held to the
+    block's scale)."""
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    return actual.shape == expected.shape and bool(np.all(np.abs(actual - expected) <= rel * np.abs(expected).max()))
 
 
-def expected_ba_value(rows: np.ndarray) -> np.ndarray:
-    return np.stack([adbench_residual(r) for r in rows])
+def expected_ba_value() -> np.ndarray:
+    """(30, 3) from ADBench's C++ (computeReprojError, computeZachWeightError) for `ba_rows()`."""
+    return np.array([CPP[f"ba_{case}_residual"] for case in BA_GOLDEN_CASES])
 
 
-def assert_adbench_ba_blocks(blocks: np.ndarray, rows: np.ndarray, *, atol: float = TOLERANCE,
-                             zero_atol: float = 0.0) -> None:
-    """(30, 3, 15) blocks: ADBench's published ones for its observations; its θ = 0 derivative for the rest."""
+def expected_ba_blocks() -> np.ndarray:
+    """(30, 3, 15) from ADBench's manual derivatives (compute_reproj_error_d, compute_zach_weight_error_d)."""
+    blocks = np.zeros((30, 3, ba.BLOCK))
+    for i, case in enumerate(BA_GOLDEN_CASES):
+        blocks[i, :2] = np.reshape(CPP[f"ba_{case}_jacobian_rows"], (2, ba.BLOCK))
+        blocks[i, 2, 14] = CPP[f"ba_{case}_weight_error_derivative"][0]
+    return blocks
+
+
+def assert_ba_value(value, *, rel: float = CPP_TOLERANCE) -> None:
+    value = np.asarray(value)
+    np.testing.assert_allclose(value[:10, :2], np.tile(BA_REPROJECTION, (10, 1)), rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(value[:10, 2], BA_WEIGHT_ERROR, rtol=0, atol=TOLERANCE)
+    for i, expected in enumerate(expected_ba_value()):
+        assert close(value[i], expected, rel), f"row {i}: {value[i]} vs ADBench's C++ {expected}"
+
+
+def assert_ba_blocks(blocks, *, rel: float = CPP_TOLERANCE, atol: float = TOLERANCE) -> None:
+    """ADBench's published blocks for its 10 observations (at its tolerance), and ADBench's C++ blocks for all 30
+    rows, θ = 0 and |θ| < 1e-12 included (normwise relative `rel`)."""
+    blocks = np.asarray(blocks)
     for i in range(10):
         np.testing.assert_allclose(blocks[i, :2], BA_JACOBIAN_ROWS, rtol=0, atol=atol, err_msg=f"row {i}")
         assert blocks[i, 2, 14] == pytest.approx(BA_WEIGHT_ERROR_DERIVATIVE, abs=atol)
-        np.testing.assert_allclose(blocks[i, 2, :14], 0.0, rtol=0, atol=zero_atol)
-    expected = adbench_zero_rotation_block(rows[10])
-    for i in range(10, 30):
-        scale = np.abs(expected).max()
-        np.testing.assert_allclose(blocks[i], expected, rtol=0, atol=max(atol, 1e-8 * scale),
-                                   err_msg=f"row {i} (θ ≈ 0)")
+    for i, expected in enumerate(expected_ba_blocks()):
+        assert close(blocks[i], expected, rel), f"row {i}: differs from ADBench's C++ by " \
+            f"{np.abs(blocks[i] - expected).max() / np.abs(expected).max():.2g} (normwise)"
 
 
 # --- through NumPy ---------------------------------------------------------------------------------------------
@@ -162,12 +157,14 @@ def test_objectives_through_numpy_equal_adbench_goldens():
     assert reference_value(gmm, _file_size(registry, "gmm")) == pytest.approx(GMM_OBJECTIVE, abs=1e-13)
     lstm = registry.problem("lstm")
     assert reference_value(lstm, _file_size(registry, "lstm")) == pytest.approx(LSTM_OBJECTIVE, abs=TOLERANCE)
+    assert reference_value(gmm, _file_size(registry, "gmm")) == pytest.approx(CPP["gmm_objective"],
+                                                                              rel=CPP_TOLERANCE)
+    assert reference_value(lstm, _file_size(registry, "lstm")) == pytest.approx(CPP["lstm_objective"],
+                                                                               rel=CPP_TOLERANCE)
     rows = ba_rows()
     value = ba.residual(rows[:, :ba.BLOCK], rows[:, ba.BLOCK:], np)
-    np.testing.assert_allclose(value[:10, :2], np.tile(BA_REPROJECTION, (10, 1)), rtol=0, atol=TOLERANCE)
-    np.testing.assert_allclose(value[:10, 2], BA_WEIGHT_ERROR, rtol=0, atol=TOLERANCE)
-    np.testing.assert_allclose(value, expected_ba_value(rows), rtol=1e-13, atol=1e-12)
     assert np.isfinite(value).all()
+    assert_ba_value(value)
 
 
 def _numpy_reference(registry, name, operator):
@@ -202,7 +199,7 @@ def test_ba_jacobian_blocks_through_the_numpy_reference_equal_adbench_goldens():
     inputs = CellInputs(wrt=np.zeros(ba.BLOCK), constants={}, batch=rows, tangent=None, cotangent=None)
     ref = reference(problem, size, "vmap_jacrev", inputs, budget=60.0)
     assert ref.value is not None and np.isfinite(ref.value).all()
-    assert_adbench_ba_blocks(ref.value, rows, atol=1e-5, zero_atol=1e-9)
+    assert_ba_blocks(ref.value, rel=1e-8, atol=1e-5)
 
 
 def _gmm_order(params_gradient) -> np.ndarray:
@@ -283,13 +280,14 @@ def _available(name: str) -> None:
 
 
 def _assert_goldens(results: dict[str, object]) -> None:
-    rows = ba_rows()
-    checks = {
-        "gmm/value": lambda r: pytest.approx(GMM_OBJECTIVE, abs=TOLERANCE) == r,
-        "gmm/grad": lambda r: np.allclose(_gmm_order(r), GMM_GRADIENT, rtol=0, atol=TOLERANCE),
-        "lstm/value": lambda r: pytest.approx(LSTM_OBJECTIVE, abs=TOLERANCE) == r,
-        "lstm/grad": lambda r: np.allclose(_lstm_order(r), LSTM_GRADIENT, rtol=0, atol=TOLERANCE),
-        "bundle_adjustment/value": lambda r: np.allclose(r, expected_ba_value(rows), rtol=1e-12, atol=TOLERANCE),
+    checks = {  # published goldens at ADBench's tolerance, and ADBench's C++ at 1e-12
+        "gmm/value": lambda r: pytest.approx(GMM_OBJECTIVE, abs=TOLERANCE) == r and close(r, CPP["gmm_objective"]),
+        "gmm/grad": lambda r: np.allclose(_gmm_order(r), GMM_GRADIENT, rtol=0, atol=TOLERANCE)
+        and close(_gmm_order(r), CPP["gmm_gradient"]),
+        "lstm/value": lambda r: pytest.approx(LSTM_OBJECTIVE, abs=TOLERANCE) == r
+        and close(r, CPP["lstm_objective"]),
+        "lstm/grad": lambda r: np.allclose(_lstm_order(r), LSTM_GRADIENT, rtol=0, atol=TOLERANCE)
+        and close(_lstm_order(r), CPP["lstm_gradient"]),
     }
     for key, result in results.items():
         problem, operator, variant = key.split("/")
@@ -298,7 +296,9 @@ def _assert_goldens(results: dict[str, object]) -> None:
         assert not isinstance(result, dict), f"{key}: {result}"
         assert np.isfinite(np.asarray(result)).all(), f"{key}: NaN or Inf"
         if operator.startswith("vmap_jac"):
-            assert_adbench_ba_blocks(np.asarray(result), rows)
+            assert_ba_blocks(result)
+        elif problem == "bundle_adjustment":
+            assert_ba_value(result)
         else:
             assert checks[f"{problem}/{operator}"](result), f"{key}: {np.ravel(result)[:6]} differs from ADBench's"
     ran = [k for k, r in results.items() if not (isinstance(r, dict) and "unsupported" in r)]
