@@ -69,7 +69,10 @@ def with_inputs(registry: Registry, paths: Sequence[str] = (), seed: int = 0) ->
     problems = {}
     for name, problem in registry.problems.items():
         if name in fed:
-            sizes = tuple(dict.fromkeys(fed[name]))
+            unique: dict[str, Size] = {}
+            for size in fed[name]:  # one per label (the same file twice, or same stem and bytes elsewhere)
+                unique.setdefault(size.label, size)
+            sizes = tuple(unique.values())
         else:
             sizes = tuple(dataclasses.replace(s, seed=seed) for s in problem.sizes)
         problems[name] = dataclasses.replace(problem, sizes=sizes)
