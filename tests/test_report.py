@@ -223,3 +223,21 @@ def test_renders_in_headless_chromium_without_console_errors(built, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a blank 1400×2000 page is a few kB
+
+
+def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
+    import json as _json
+
+    from adcompare.cell import Cell
+    from adcompare.measurement import Measurement
+    from adcompare.report import cells_table
+    from adcompare.status import Status
+
+    def shown(ms):
+        data = _json.loads(cells_table.payload(cells_table.rows(ms, {})))
+        return next(c["shown"] for c in data["columns"] if c["name"] == "device_peak_bytes")
+
+    cpu = Measurement(Cell("p", "n1", "grad", "jax", "eager", "cpu", "float32"), Status.OK)
+    gpu = Measurement(Cell("p", "n1", "grad", "jax", "eager", "cuda", "float32"), Status.OK, device_peak_bytes=4096)
+    assert not shown([cpu])
+    assert shown([cpu, gpu])

@@ -33,6 +33,7 @@ class Column:
     get: Callable[[Measurement, dict[str, float]], Any]
     kind: str = "text"  # text | seconds | number | ratio | error — how the page formats and sorts it
     shown: bool = True  # in the page's table; every column is in the CSV
+    shown_when_filled: bool = False  # shown after all when any row has a value (device memory: only GPU cells do)
 
     def value(self, m: Measurement, jo: dict[str, float]) -> str:
         v = self.get(m, jo)
@@ -67,7 +68,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("device_name", lambda m, jo: m.device_name, shown=False),
     Column("machine", lambda m, jo: m.machine, shown=False),
     Column("host_peak_bytes", lambda m, jo: m.host_peak_bytes, "number", shown=False),
-    Column("device_peak_bytes", lambda m, jo: m.device_peak_bytes, "number", shown=False),
+    Column("device_peak_bytes", lambda m, jo: m.device_peak_bytes, "number", shown=False, shown_when_filled=True),
     Column("selector", lambda m, jo: m.cell.selector),
 )
 
@@ -135,7 +136,8 @@ def payload(table: list[list[str]]) -> str:
             columns[i].append("" if i == _SELECTOR and fill(template, row) == v else v)  # rebuilt by the script
     data = {
         "rows": len(table),
-        "columns": [{"name": c.name, "kind": c.kind, "shown": c.shown, **_column(values)}
+        "columns": [{"name": c.name, "kind": c.kind, "shown": c.shown or (c.shown_when_filled and any(values)),
+                     **_column(values)}
                     for c, values in zip(COLUMNS, columns)],
         "alphabet": ALPHABET,
         "fields": list(FIELDS),
