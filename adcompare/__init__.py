@@ -7,6 +7,7 @@ from __future__ import annotations
 from .adapter import Adapter, Availability, Capability, CellInputs, Prepared, Request, Support
 from .hookspecs import hookimpl
 from .problem import Problem, grid, problem
+from .shapes import Shapes
 
 try:
     from importlib.metadata import version as _version
@@ -16,6 +17,6 @@ except Exception:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 __all__ = [
-    "Adapter", "Availability", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Support",
+    "Adapter", "Availability", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes", "Support",
     "grid", "hookimpl", "problem", "__version__",
 ]

@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .operators import minimum_elements
 from .problem import Problem
+from .shapes import Shapes
 
 
 class Support(str, Enum):
@@ -137,6 +139,18 @@ class Adapter(ABC):
     @abstractmethod
     def prepare(self, request: Request) -> Prepared:
         """Place inputs, apply the transform, compile if the variant asks for it."""
+
+    def materialised_elements(self, operator: str, variant: str, shapes: Shapes) -> int:
+        """The most array elements this adapter's algorithm for `operator` holds at once at `shapes` (inputs and
+        result included), for the memory pre-flight that marks cells `too_large` instead of letting the worker be
+        killed. Must not import the framework.
+
+        Default: what the operator needs by its nature (`operators.minimum_elements`: the result, plus the basis
+        of tangents or cotangents for the Jacobian forms). Override when your algorithm builds more, e.g. a `vjp`
+        or `hvp` computed through a dense Jacobian or Hessian needs `shapes.n_out * shapes.n_in` or
+        `shapes.n_in ** 2`. The conformance suite checks the answer is never below the default.
+        """
+        return minimum_elements(operator, shapes)
 
     def sync(self, out: Any) -> None:
         """Block until `out` is computed (inside the timed region)."""

@@ -11,10 +11,10 @@ from .inputs import cell_inputs
 from .status import Status
 
 
-def benchmark_cell(cell: Cell, benchmark) -> None:
+def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) -> None:
     from .check import check_result, status_of
 
-    registry = plugins.load()
+    registry = plugins.load(plugin_specs)
     adapter, problem = registry.adapter(cell.adapter), registry.problem(cell.problem)
     capability = adapter.capability(cell.operator, cell.variant)
     if not capability.supported:

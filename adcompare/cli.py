@@ -19,10 +19,35 @@ examples:
   adcompare run --suite full --resume -o full.jsonl
   adcompare run --suite adbench -o adbench.jsonl  ADBench's published sizes, float64
   adcompare run --problem exp_dot_loss --operator jacfwd,jacrev --dry-run
+  adcompare run --suite full --dry-run --json     planned cells with estimated seconds and bytes
+  adcompare run --suite full --max-time 30m -o full.jsonl   then --resume to continue
+  adcompare run --suite full --shard 2/4 -o shard2.jsonl
+  adcompare run --suite full --executor slurm --shards 8 --slurm-exclusive -o full.jsonl
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
 """
+
+
+def positive(kind: type):
+    """An argparse type: a number above zero, else one line naming the value."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line (the thing and the fix) and exit 2, not a usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _add_plugin_option(p: argparse.ArgumentParser) -> None:
@@ -47,17 +72,41 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell before its worker is stopped")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--timeout", type=positive(float), default=300.0,
+                   help="seconds per cell before its worker is stopped")
+    p.add_argument("--threads", type=positive(int), default=1,
                    help="threads per framework, the same for all (default 1, as torch.utils.benchmark: "
                         "reproducible on a shared machine; raise it to measure parallel speed-up)")
-    p.add_argument("--memory-limit", type=float, metavar="GIB",
+    p.add_argument("--memory-limit", type=positive(float), metavar="GIB",
                    help="cells whose pre-flight memory estimate exceeds this are too_large (default: half the RAM)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _add_study_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("budget and scale-out (README: Full studies)")
+    g.add_argument("--max-time", metavar="DURATION",
+                   help="stop when this is spent (90s, 15m, 1h30m): every family's smaller sizes first; the rest is "
+                        "recorded skipped, and --resume continues")
+    g.add_argument("--history", action="append", metavar="RESULTS",
+                   help="earlier results whose measured times (same machine fingerprint) replace the model's "
+                        "estimates; --output is always read (repeatable)")
+    g.add_argument("--shard", metavar="K/N", help="run only shard K of N: deterministic, balanced by estimated cost")
+    g.add_argument("--executor", choices=["local", "slurm"],
+                   help="run --shards N shards: one after another as local processes, or as a SLURM job array "
+                        "(pip install 'adcompare[slurm]'); shard results are merged into --output")
+    g.add_argument("--shards", type=positive(int), default=2, metavar="N", help="number of shards for --executor (default 2)")
+    g.add_argument("--shard-dir", metavar="DIR",
+                   help="where jobs write their results files, shared with the nodes (default: OUTPUT.shards/)")
+    g.add_argument("--slurm-partition", metavar="P", help="SLURM partition (default: the cluster's default)")
+    g.add_argument("--slurm-gpus-per-job", type=int, default=0, metavar="G", help="GPUs per job (--gres gpu:G)")
+    g.add_argument("--slurm-cpus-per-job", type=int, metavar="C", help="CPUs per job (default: SLURM's)")
+    g.add_argument("--slurm-time", type=int, default=60, metavar="MIN", help="time limit per job, minutes (60)")
+    g.add_argument("--slurm-exclusive", action="store_true",
+                   help="one job per node, nothing else beside it: the fair setting for timings")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="adcompare", description="Compare automatic-differentiation frameworks "
+    parser = Parser(prog="adcompare", description="Compare automatic-differentiation frameworks "
                                      "on problems written once: checked derivatives, careful timings, HTML report.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     from . import __version__
@@ -69,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="adapters, problems and the support matrix")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--tag", action="append", help="only problems with this tag")
+    p.add_argument("--suites", action="store_true",
+                   help="each suite's cell count, modelled cost and the cost measured in --history results")
+    p.add_argument("--history", action="append", metavar="RESULTS",
+                   help="with --suites: results files whose times (this machine's fingerprint) are summed")
     _add_plugin_option(p)
 
     p = sub.add_parser("check", help="check derivatives against the float64 reference (no timing)",
@@ -81,14 +134,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="check and time a selection of cells into a results file")
     _add_selectors(p)
     _add_run_options(p)
-    p.add_argument("-o", "--output", default="results.jsonl", help="results file (JSON Lines)")
+    p.add_argument("-o", "--output", help="results file (JSON Lines; default: a new results/<date-time>.jsonl, so no "
+                                          "run replaces another)")
     p.add_argument("--resume", action="store_true", help="keep finished cells of --output and run the rest")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the planned cells with estimates, as JSON")
+    _add_study_options(p)
     _add_plugin_option(p)
 
     p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")
     p.add_argument("results", nargs="*", help="results files (.jsonl) or pytest-benchmark JSON (.json)")
     p.add_argument("-o", "--output", help="report folder (default reports/<date-time>/)")
+    p.add_argument("--latest", action="store_true",
+                   help="report the newest results file in results/ (what `adcompare run` wrote with no -o)")
     _add_run_options(p)
     _add_plugin_option(p)
 

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import replace
+import dataclasses
 import datetime
 import json
 from pathlib import Path
@@ -10,16 +13,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from . import display, plugins, provenance, runner
+from . import display, executors, plugins, provenance, runner, study
 from .errors import UsageError
-from .expectations import expected_failure
+from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
 from .input_files import check_selected, file_fed, with_inputs
 from .reference import reference_value
+from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from .results import ResultsWriter, finished_keys, load
+from .shards import ShardSpec
 from .status import Status
+from .suites import SUITES
 
-out = Console(soft_wrap=True)
+# Piped or redirected, tables keep readable columns instead of rich's 80-column default.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 
@@ -30,14 +37,25 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     return with_inputs(registry, getattr(args, "inputs", ()), getattr(args, "seed", 0))
 
 
+def _machine(registry: plugins.Registry):
+    """This machine's fingerprint, with the versions of every known framework."""
+    return this_machine([d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)])
+
+
 def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
-    """This run's header, with the machine fingerprint its records carry (versions of every known framework)."""
-    dists = [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
-    return provenance.collect(args.threads, this_machine(dists))
+    """This run's header, with the machine fingerprint its records carry."""
+    return provenance.collect(args.threads, _machine(registry))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = _registry(args)
+    if args.suites:
+        costs = study.suite_costs(registry, SUITES, study.history(args.history or (), _machine(registry).id))
+        if args.json:
+            print(json.dumps([dataclasses.asdict(c) for c in costs], indent=2))
+        else:
+            display.print_suite_costs(out, costs)
+        return 0
     inventory = display.inventory(registry, tags=tuple(args.tag or ()))
     if args.json:
         print(json.dumps(inventory, indent=2))
@@ -61,17 +79,20 @@ def _progress_callbacks(total: int, enabled: bool):
     return bar, progress
 
 
-def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset()):
+def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset(),
+             deadline: float | None = None):
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
-                                policy={} if time_it else {})
+                                policy={} if time_it else {}, deadline=deadline,
+                                budget=getattr(args, "max_time", None) or "")
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
-    record = writer.add if writer else (lambda m: None)
+    record = (lambda m: writer.add(labelled(m, registry.problems))) if writer else (lambda m: None)
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:
         bar.start()
     try:
-        return runner.run(registry, plan, options, record=record, on_worker=on_worker, progress=progress,
-                          skip_keys=frozenset(skip))
+        measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker, progress=progress,
+                                  skip_keys=frozenset(skip))
+        return [labelled(m, registry.problems) for m in measurements]
     finally:
         if bar is not None:
             bar.stop()
@@ -98,6 +119,10 @@ def _plan(registry, selection, args):
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:
+        left_out = [n for n in plan.notes if n.startswith("left out problem")]
+        if left_out:
+            raise UsageError(f"nothing applies: {'; '.join(left_out)}; `adcompare list` shows each problem's "
+                             f"operators")
         raise UsageError("the selection matches no cell; `adcompare list` shows what exists")
     return plan
 
@@ -127,21 +152,50 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study(registry, args) -> tuple[study.Study, dict]:
+    """This invocation's study (shard, resume, budget) and the provenance whose fingerprint picks the history."""
+    plan = _plan(registry, _selection(args, registry), args)
+    prov = _provenance(registry, args)
+    done = frozenset(finished_keys(args.output)) if args.resume else frozenset()
+    earlier = sorted(RESULTS_DIR.glob("*.jsonl")) if RESULTS_DIR.is_dir() else []  # this machine's past runs
+    past = study.history([*([args.output] if args.output else []), *earlier, *(args.history or ())],
+                         prov["machine"]["fingerprint"])
+    shard = ShardSpec.parse(args.shard) if args.shard else None
+    return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
+                         timeout=args.timeout), prov
+
+
+def _output(args: argparse.Namespace) -> bool:
+    """Settle `-o` before anything runs: a new timestamped file when none is named (True: this run created it),
+    else refuse an existing one unless --resume or --overwrite says what to do with it."""
+    if args.output is None:
+        if args.resume:
+            raise UsageError("--resume needs -o PATH: the results file whose missing cells to run")
+        args.output = str(new_results_path())
+        out.print(f"results: {args.output}", highlight=False)
+        return True
+    refuse_existing(Path(args.output), resume=args.resume, overwrite=args.overwrite)
+    return False
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     registry = _registry(args)
-    plan = _plan(registry, _selection(args, registry), args)
-    skip = finished_keys(args.output) if args.resume else set()
     if args.dry_run:
-        todo = [c for c in plan.cells if c.key not in skip]
-        seconds = runner.estimate_seconds(registry, runner.Plan(tuple(todo), ()))
-        out.print(f"{plan.total} cells: {len(todo)} to run, {len(plan.decided)} decided without running "
-                  f"(unsupported/too large), {len(skip)} already in {args.output}; "
-                  f"estimated {seconds / 60:.1f} min")
+        st, _ = _study(registry, args)
+        if args.json:
+            print(json.dumps(study.cells_json(registry, st)))
+        else:
+            out.print(study.summary(st, args.output or "the results file"), highlight=False)
         return 0
-    if not args.resume and Path(args.output).exists():
-        err.print(f"[yellow]overwriting {args.output} (use --resume to keep its finished cells)[/]")
-    with ResultsWriter(args.output, _provenance(registry, args), resume=args.resume) as writer:
-        measurements = _execute(registry, plan, args, time_it=True, writer=writer, skip=skip)
+    fresh = _output(args)
+    if args.executor:
+        return executors.run_study(args)
+    st, prov = _study(registry, args)
+    with ResultsWriter(args.output, prov, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
+        for m in st.left_out:
+            writer.add(m)
+        measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline())
+        measurements = [*measurements, *st.left_out]
     display.print_summary(out, measurements)
     out.print(f"results: {args.output}")
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
@@ -153,6 +207,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     registry = _registry(args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.output or f"reports/{stamp}")
+    ensure_folder(out_dir)
+    if args.latest and args.results:
+        raise UsageError("--latest reports the newest results file; drop it or the files named")
+    if args.latest:
+        args.results = [str(latest_results())]
+        out.print(f"reporting {args.results[0]}", highlight=False)
     if args.results:
         results = load(args.results)
     else:
@@ -161,6 +221,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
+    results = replace(results, measurements=tuple(labelled(m, registry.problems) for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
     index = build(results, out_dir, extra_sections=sections)
     out.print(f"report: {index}")

@@ -160,14 +160,15 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     for m in sorted(measurements, key=lambda m: m.cell):
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
+        expected = " (expected)" if m.details.get("expected_failure") else ""
         t.add_row(c.problem, c.size, c.operator, c.adapter, c.variant, c.dtype, c.device,
-                  f"[{style}]{m.status.value}[/]", seconds(tm.median if tm else None),
+                  f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None),
                   seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
     console.print(t)
     counts = defaultdict(int)
     for m in measurements:
-        counts[m.status.value] += 1
+        counts[m.status.value + (" as expected" if m.details.get("expected_failure") else "")] += 1
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 
@@ -183,3 +184,19 @@ def print_comparison(console: Console, rows) -> None:
         t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.candidate / r.baseline:.3f}",
                   interval, f"[{style}]{r.verdict}[/]")
     console.print(t)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def print_suite_costs(console: Console, costs: Sequence[Any]) -> None:
+    """`adcompare list --suites`: cells, the modelled cost and what earlier results on this machine measured."""
+    table = Table(title="suites (cost on this machine)")
+    for col in ("suite", "cells", "to run", "estimated", "measured (this machine)"):
+        table.add_column(col, justify="left" if col in ("suite", "measured (this machine)") else "right")
+    for c in costs:
+        measured = (f"{_minutes(c.measured_seconds)} over {c.measured_cells} of {c.to_run} cells"
+                    if c.measured_cells else "— (pass --history RESULTS)")
+        table.add_row(c.suite, str(c.cells), str(c.to_run), _minutes(c.estimated_seconds), measured)
+    console.print(table)

@@ -30,6 +30,10 @@ class PluginError(AdcompareError):
     """A plugin could not be loaded; recorded against the plugin, the rest keep working."""
 
 
+class SchedulerError(AdcompareError):
+    """The scheduler refused or could not be reached (e.g. sbatch failed); nothing of the study was lost."""
+
+
 class RequiredFrameworkMissing(AdcompareError):
     """ADCOMPARE_REQUIRE names a framework that is not installed or not usable."""
 

@@ -8,6 +8,8 @@ Compiled variants of problems declaring `compilable=False` are expected to fail 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .cell import Cell
 from .measurement import Measurement
 from .operators import OPERATORS
@@ -47,6 +49,18 @@ def expected_failure(m: Measurement, problems) -> str | None:
     problem = problems.get(m.cell.problem)
     known = expected(m.cell, problem.compilable) if problem is not None else None
     return known[1] if known is not None and m.status is known[0] else None
+
+
+EXPECTED_KEY = "expected_failure"  # details key: the known limitation a failed cell matches
+
+
+def labelled(m: Measurement, problems) -> Measurement:
+    """`m`, with `details["expected_failure"]` set when it failed as a known limitation (for the run's summary,
+    the report and results.csv); results files written before the label get it when they are reported."""
+    why = expected_failure(m, problems)
+    if why is None or m.details.get(EXPECTED_KEY) == why:
+        return m
+    return replace(m, details={**m.details, EXPECTED_KEY: why})
 
 
 def unexpected(m: Measurement, problems) -> str | None:

@@ -7,6 +7,10 @@ shape of the output. Per-example operators map over the leading axis of the prob
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only
+    from .shapes import Shapes
 
 
 @dataclass(frozen=True)
@@ -94,3 +98,18 @@ def applicable_operators(problem, size=None) -> list[str]:
     return [op for op in (problem.operators or OPERATORS)
             if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
             is None]
+
+
+def minimum_elements(operator: str, shapes: "Shapes") -> int:
+    """Array elements `operator` must hold at once by its nature, whatever the algorithm: the result, and for the
+    Jacobian forms the identity of basis tangents (forward) or cotangents (reverse) that vmap materialises."""
+    n_in, n_out = shapes.n_in, shapes.n_out
+    if spec(operator).per_example:
+        n_ex = shapes.n_example_out
+        basis = {"vmap_jacfwd": n_in * n_in, "vmap_jacrev": n_ex * n_ex}.get(operator, 0)
+        return (shapes.batch or 1) * (n_ex * n_in + basis)  # vmap materialises one basis per example
+    return {
+        "jacfwd": n_out * n_in + n_in * n_in,
+        "jacrev": n_out * n_in + n_out * n_out,
+        "hessian": 2 * n_in * n_in,
+    }.get(operator, n_in + n_out)

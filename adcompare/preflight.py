@@ -1,15 +1,18 @@
 """A pre-flight memory estimate: cells that cannot fit are marked `too_large` instead of being run.
 
-The estimate is the largest array the operator must materialise, times a safety factor for framework temporaries:
-a full Jacobian or Hessian, and for forward mode the identity of basis tangents (n×n at n = 10⁴ is 800 MB in float64).
+The estimate is the most array elements the adapter's algorithm materialises (`Adapter.materialised_elements`,
+by default the operator's own need: a full Jacobian or Hessian, and for forward mode the identity of basis tangents,
+n×n at n = 10⁴ is 800 MB in float64), times the item size and a safety factor for framework temporaries. It reads
+the problem's shapes (`shapes.shapes_of`), computed once per (problem, size), so planning costs O(cells).
 """
 from __future__ import annotations
 
-import math
 import os
 
-from .operators import spec
-from .problem import Problem, Size, example_output_shape, input_shapes, output_shape
+from .adapter import Adapter
+from .operators import minimum_elements
+from .problem import Problem, Size
+from .shapes import shapes_of
 
 SAFETY_FACTOR = 4
 
@@ -21,30 +24,22 @@ def available_memory_bytes() -> int:
         return 8 << 30
 
 
-def estimate_bytes(problem: Problem, size: Size, operator: str, dtype: str) -> int:
-    shapes = input_shapes(problem, size)
+def estimate_bytes(problem: Problem, size: Size, operator: str, dtype: str, adapter: Adapter | None = None,
+                   variant: str = "eager") -> int:
+    """Bytes the cell is expected to need; without an adapter, the operator's own need."""
+    shapes = shapes_of(problem, size)
     itemsize = 4 if dtype == "float32" else 8
-    n_in = int(math.prod(shapes[problem.wrt]))
-    s = spec(operator)
-    if s.per_example:
-        batch = shapes[problem.batch][0]
-        n_out = int(math.prod(example_output_shape(problem, size)))
-        basis = {"vmap_jacfwd": n_in * n_in, "vmap_jacrev": n_out * n_out}.get(operator, 0)
-        elements = batch * (n_out * n_in + basis)  # vmap materialises one basis per example
-    else:
-        n_out = int(math.prod(output_shape(problem, size)))
-        elements = {
-            "jacfwd": n_out * n_in + n_in * n_in,
-            "jacrev": n_out * n_in + n_out * n_out,
-            "hessian": 2 * n_in * n_in,
-        }.get(operator, n_in + n_out)
+    elements = minimum_elements(operator, shapes)
+    if adapter is not None:
+        elements = max(elements, int(adapter.materialised_elements(operator, variant, shapes)))
     return SAFETY_FACTOR * itemsize * elements
 
 
-def too_large(problem: Problem, size: Size, operator: str, dtype: str, limit: int | None = None) -> str | None:
+def too_large(problem: Problem, size: Size, operator: str, dtype: str, limit: int | None = None,
+              adapter: Adapter | None = None, variant: str = "eager") -> str | None:
     """Why the cell cannot fit, or None."""
     limit = limit or available_memory_bytes() // 2
-    need = estimate_bytes(problem, size, operator, dtype)
+    need = estimate_bytes(problem, size, operator, dtype, adapter, variant)
     if need > limit:
         return (f"estimated {need / 2**30:.1f} GiB for {operator} at {size.label} exceeds the "
                 f"{limit / 2**30:.1f} GiB limit (default: half the machine's memory; --memory-limit GIB to change)")

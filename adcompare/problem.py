@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ProblemDefinitionError
+from .shapes import Shapes, shapes_of
 
 DTYPES = ("float32", "float64")
 
@@ -85,6 +86,7 @@ class Problem:
     complex_step_safe: bool = False
     compilable: bool = True  # False: data-dependent Python control flow; a compiler must fail it
     source: str = ""
+    shape_function: Callable[..., Shapes] | None = None  # (**dims) -> Shapes, declared with @<name>.shapes
 
     @property
     def smallest_size(self) -> Size:
@@ -177,6 +179,7 @@ class ProblemDefinition:
         self.function = function
         self.options = options
         self.generator: Callable[..., Mapping[str, np.ndarray]] | None = None
+        self.shape_function: Callable[..., Shapes] | None = None
         self.reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]] | None = None
         self.__doc__ = function.__doc__
         self.__name__ = options["name"]
@@ -190,22 +193,34 @@ class ProblemDefinition:
 
     def inputs(self, generator: Callable[..., Mapping[str, np.ndarray]]):
         """Register the seeded input generator `(rng, **dims) -> {argument: ndarray}`."""
+        self._check_dims(generator, "input generator", first="rng")
+        self.generator = generator
+        return generator
+
+    def shapes(self, function: Callable[..., Shapes]):
+        """Declare the shapes from the dimensions, `(**dims) -> Shapes`, so planning materialises nothing.
+
+        Worth it when a size's inputs or output are large (the planner otherwise evaluates the problem through
+        NumPy once per size); the test suite checks the declaration against an evaluation at small sizes.
+        """
+        self._check_dims(function, "shape function", first=None)
+        self.shape_function = function
+        return function
+
+    def _check_dims(self, function: Callable[..., Any], role: str, first: str | None) -> None:
         name = self.__name__
-        params = inspect.signature(generator).parameters
+        params = inspect.signature(function).parameters
         dims = {d for s in self.options["sizes"] for d, _ in s.dims}
-        if "rng" not in params:
+        if first and first not in params:
             raise ProblemDefinitionError(
-                f"problem {name!r}: input generator {generator.__name__!r} must take 'rng' first; "
-                f"write def _(rng, {', '.join(sorted(dims))})"
+                f"problem {name!r}: {role} {function.__name__!r} must take {first!r} first; "
+                f"write def _({first}, {', '.join(sorted(dims))})"
             )
         missing = dims - set(params)
         if missing:
             raise ProblemDefinitionError(
-                f"problem {name!r}: input generator lacks the size argument(s) {sorted(missing)}; "
-                f"add them to its parameters"
+                f"problem {name!r}: {role} lacks the size argument(s) {sorted(missing)}; add them to its parameters"
             )
-        self.generator = generator
-        return generator
 
     def reads(self, reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]]):
         """Register an input-file reader `(path) -> (dims, {argument: ndarray})` for `--inputs PATH`: dims name
@@ -234,6 +249,7 @@ class ProblemDefinition:
             complex_step_safe=o["complex_step_safe"],
             compilable=o["compilable"],
             source=f"{self.function.__module__}.{self.function.__qualname__}",
+            shape_function=self.shape_function,
         )
 
 
@@ -328,24 +344,11 @@ def problems_in(module: ModuleType) -> list[Problem]:
     return [v.build() for v in vars(module).values() if isinstance(v, ProblemDefinition)]
 
 
-@functools.lru_cache(maxsize=512)
-def input_shapes(problem: Problem, size: Size) -> dict[str, tuple[int, ...]]:
-    """Shapes of the inputs at `size` (planning asks once per size, not once per cell)."""
-    return {k: tuple(np.shape(v)) for k, v in problem.inputs(size, "float64").items()}
-
-
-@functools.lru_cache(maxsize=512)
 def output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
-    """Shape of f(wrt) with the whole batch, found by evaluating through NumPy at float64 (once per size)."""
-    inputs = problem.inputs(size, "float64")
-    w = inputs.pop(problem.wrt)
-    return tuple(np.shape(problem.bind(np, inputs)(w)))
+    """Shape of f(wrt) with the whole batch: declared, or found by evaluating through NumPy (see shapes.py)."""
+    return shapes_of(problem, size).output
 
 
-@functools.lru_cache(maxsize=512)
 def example_output_shape(problem: Problem, size: Size) -> tuple[int, ...]:
     """Shape of f(wrt, example) for one batch element."""
-    inputs = problem.inputs(size, "float64")
-    w = inputs.pop(problem.wrt)
-    batch = inputs.pop(problem.batch)
-    return tuple(np.shape(problem.bind(np, inputs)(w, batch[0])))
+    return shapes_of(problem, size).example_output or ()

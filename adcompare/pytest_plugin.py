@@ -1,7 +1,18 @@
-"""pytest11 plugin: the adcompare matrix as pytest-benchmark benchmarks. Adds nothing to a run unless a test asks
-for the `adcompare_cell` fixture (as benchmarks/test_matrix.py does).
+"""pytest11 plugin: the adcompare matrix as pytest-benchmark benchmarks. Adds nothing to a run unless a test module
+imports `test_adcompare_cell` (as benchmarks/test_matrix.py does, and as a user's project does in one line):
 
-This path runs in-process — convenient, but one crashing cell ends the pytest session and JAX's x64 switch is
+    # benchmarks/test_adcompare.py in your project
+    from adcompare.pytest_plugin import test_adcompare_cell  # noqa: F401
+
+    # pyproject.toml: your problems or adapters, loaded as `--plugin` loads them; a plain `pytest` skips benchmarks
+    [tool.pytest.ini_options]
+    adcompare_plugins = ["my_problems.py"]
+    addopts = "--benchmark-skip"
+
+`pytest --benchmark-only` then benchmarks the quick matrix (narrow it with --adcompare-*), every cell checked
+against the float64 reference before it is timed. Known framework limitations (adcompare.expectations) are strict
+xfails with their reason — a listed cell that starts passing fails — and those known to kill the process are
+skipped, since this path runs in-process: one crashing cell would end the pytest session, and JAX's x64 switch is
 flipped per cell. `adcompare run` is the isolated path (one worker process per framework, dtype and device).
 Each benchmark's `extra_info` carries the cell key, check status, compile and first-call times; `adcompare report`
 refuses pytest-benchmark records without them.
@@ -11,6 +22,8 @@ from __future__ import annotations
 import pytest
 
 from adcompare.suites import SUITE_SUMMARIES, SUITES
+
+PLUGINS_INI = "adcompare_plugins"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,6 +35,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--adcompare-suite", default="quick", choices=SUITES,
                     help="which suite the benchmark matrix covers (default: quick): "
                          + "; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
+    group.addoption("--adcompare-plugin", action="append", default=[], metavar="PATH_OR_MODULE",
+                    help=f"load problems or adapters from a file or module (repeatable; adds to the "
+                         f"'{PLUGINS_INI}' ini option)")
+    parser.addini(PLUGINS_INI, type="linelist", default=[],
+                  help="files or modules with problems or adapters for the benchmark matrix (as --plugin)")
+
+
+def plugin_specs(config: pytest.Config) -> tuple[str, ...]:
+    """Ini paths are relative to the ini file's folder, as pytest's own paths are."""
+    root = config.inipath.parent if config.inipath else config.rootpath
+    ini = tuple(str(root / s) if s.endswith(".py") and not s.startswith("/") else s for s in config.getini(PLUGINS_INI))
+    return ini + tuple(config.getoption("--adcompare-plugin"))
 
 
 def _selection(config: pytest.Config):
@@ -35,18 +60,40 @@ def _selection(config: pytest.Config):
                      devices=("cpu",), suite=config.getoption("--adcompare-suite"))
 
 
+def _param(cell, registry):
+    """A cell, marked when it is a known limitation: crashes are skipped (in-process), failures strict xfails."""
+    from adcompare.expectations import expected
+    from adcompare.status import Status
+
+    known = expected(cell, registry.problems[cell.problem].compilable)
+    if known is None:
+        return pytest.param(cell, id=cell.id)
+    status, reason = known
+    if status is Status.CRASHED:
+        return pytest.param(cell, id=cell.id, marks=pytest.mark.skip(
+            reason=f"known to crash the process ({reason}); `adcompare run` records it in a worker"))
+    return pytest.param(cell, id=cell.id, marks=pytest.mark.xfail(strict=True, reason=f"known limitation: {reason}"))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "adcompare_cell" not in metafunc.fixturenames:
         return
     from adcompare import plugins, runner
 
-    plan = runner.plan(plugins.load(), _selection(metafunc.config))
-    metafunc.parametrize("adcompare_cell", plan.cells, ids=[c.id for c in plan.cells])
+    registry = plugins.load(plugin_specs(metafunc.config))
+    plan = runner.plan(registry, _selection(metafunc.config))
+    metafunc.parametrize("adcompare_cell", [_param(c, registry) for c in plan.cells])
 
 
 @pytest.fixture
-def adcompare_measure():
+def adcompare_measure(request: pytest.FixtureRequest):
     """Benchmark one cell in-process: prepare, check, then pytest-benchmark times `run(); sync()`."""
     from adcompare.benchmark_cell import benchmark_cell
 
-    return benchmark_cell
+    specs = plugin_specs(request.config)
+    return lambda cell, benchmark: benchmark_cell(cell, benchmark, specs)
+
+
+def test_adcompare_cell(adcompare_cell, adcompare_measure, benchmark):
+    """One cell of the matrix; import this name into a test module to benchmark the matrix there."""
+    adcompare_measure(adcompare_cell, benchmark)

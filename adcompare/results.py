@@ -11,7 +11,9 @@ machine fingerprint to every cell record and to the merge key.
 """
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,7 +22,8 @@ from typing import Any
 
 from .benchmark_import import load_benchmark_json
 from .check import cross_check
-from .errors import ResultsFileError
+from .errors import ResultsFileError, UsageError
+from .result_files import ensure_folder, refuse_existing
 from .fingerprint import Machine
 from .measurement import Measurement
 
@@ -131,37 +134,78 @@ def load(paths: Sequence[str | Path]) -> Results:
 
 
 def finished_keys(path: str | Path) -> set[str]:
-    """Keys of cells already recorded in `path` (for --resume)."""
+    """Keys of cells already recorded in `path` (for --resume); a cell skipped as `resumable` (left out by
+    --max-time) counts as not finished unless a later record finished it."""
     path = Path(path)
     if not path.exists():
         return set()
     _, records, _ = _read_lines(path)
-    return {r["key"] for r in records if r.get("record") == "cell"}
+    done = {}
+    for r in records:
+        if r.get("record") == "cell":
+            done[r["key"]] = not (r.get("details") or {}).get("resumable")
+    return {key for key, finished in done.items() if finished}
+
+
+def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
+    """One results file from several (a study's shards): the first file's header, then each file's machine,
+    worker and cell records, every cell stamped with its own file's machine. Written beside `out` and renamed into
+    place, so an interrupted merge leaves the old file whole."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".merging")
+    with tmp.open("w") as f:
+        for i, path in enumerate(map(Path, paths)):
+            head, records, _ = _read_lines(path)
+            own = _header_machine(head["provenance"], [r for r in records if r.get("record") == "worker"])
+            if i == 0:
+                f.write(json.dumps(head) + "\n")
+            f.write(json.dumps({"record": "machine", **own.to_json()}) + "\n")
+            for rec in records:
+                if rec.get("record") == "cell" and not rec.get("machine"):
+                    rec = {**rec, "machine": own.id}
+                f.write(json.dumps(rec, default=_jsonable) + "\n")
+    tmp.replace(out)
 
 
 class ResultsWriter:
-    """Appends records as cells finish, flushing each line so a killed run loses nothing finished."""
+    """Appends records as cells finish, flushing each line so a killed run loses nothing finished.
 
-    def __init__(self, path: str | Path, provenance: dict[str, Any], *, resume: bool = False):
+    An existing file is refused unless `resume` (append) or `overwrite` (replace); `fresh` names a file this run
+    itself just created empty. The writer holds an exclusive lock on the file, so a second run writing the same
+    file is refused instead of interleaving its lines."""
+
+    def __init__(self, path: str | Path, provenance: dict[str, Any], *, resume: bool = False,
+                 overwrite: bool = False, fresh: bool = False):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_folder(self.path.parent)
+        if not fresh:
+            refuse_existing(self.path, resume=resume, overwrite=overwrite)
         self.machine = Machine.from_json(provenance.get("machine") or provenance)
-        if resume and self.path.exists():
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(f"cannot write results file {str(self.path)!r}: {exc.strerror}; choose another -o") \
+                from exc
+        self._file = os.fdopen(fd, "r+")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise UsageError(f"results file {str(self.path)!r} is being written by another adcompare run; wait for "
+                             f"it to finish or choose another -o") from None
+        if resume and self.path.stat().st_size > 0:
             _read_lines(self.path)  # refuse foreign files before appending
-            self._drop_partial_tail()
-            self._file = self.path.open("a")
+            data = self.path.read_bytes()
+            keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1  # a killed run's partial line
+            self._file.truncate(keep)
+            self._file.seek(keep)
         else:
-            self._file = self.path.open("w")
+            self._file.truncate(0)
             self._write(header(provenance))
         self.add_machine(self.machine)  # a resume may run on another machine than the one that started the file
 
     def add_machine(self, machine: Machine) -> None:
         self._write({"record": "machine", **machine.to_json()})
-
-    def _drop_partial_tail(self) -> None:
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
 
     def _write(self, obj: dict[str, Any]) -> None:
         self._file.write(json.dumps(obj, default=_jsonable) + "\n")

@@ -9,18 +9,21 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .budget import left_out
 from .cell import Cell
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
 from .operators import OPERATORS, applicable
 from .plugins import Registry
 from .preflight import too_large
-from .problem import DTYPES, Problem, example_output_shape, output_shape
+from .problem import DTYPES, Problem
+from .shapes import shapes_of
 from .status import Status
 from .suites import SUITE_DTYPES, SUITES, allows
 from .worker_process import WorkerProcess
@@ -131,8 +134,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
         if sel.sizes and not sizes:
             continue
         try:
-            out_shape = output_shape(problem, problem.sizes[0])
-            ex_shape = example_output_shape(problem, problem.sizes[0]) if problem.batch else None
+            first = shapes_of(problem, problem.sizes[0])
+            out_shape, ex_shape = first.output, (first.example_output if problem.batch else None)
         except Exception as exc:
             raise UsageError(f"problem {problem.name!r} fails when evaluated through NumPy (the reference "
                              f"namespace): {type(exc).__name__}: {exc}; fix the problem or its inputs") from exc
@@ -142,8 +145,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
             if why is None and problem.operators is not None and op not in problem.operators:
                 why = f"problem {problem.name!r} restricts its operators to {', '.join(problem.operators)}"
             if why:
-                if sel.operators and sel.problems:
-                    raise UsageError(f"problem {problem.name!r}, operator {op!r}: {why}")
+                if sel.operators and sel.problems:  # asked for by name: say what was left out, run the rest
+                    notes.append(f"left out problem {problem.name!r} with operator {op!r}: {why}")
                 continue
             for adapter_name in adapters:
                 adapter = registry.adapters[adapter_name]
@@ -162,28 +165,19 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
                                     decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
                                                                support=cap.support.value))
                                     continue
-                                big = too_large(problem, size, op, dtype, memory_limit)
+                                big = too_large(problem, size, op, dtype, memory_limit, adapter, variant)
                                 if big:
                                     decided.append(Measurement(cell, Status.TOO_LARGE, big,
                                                                support=cap.support.value, algorithm=cap.algorithm))
                                     continue
                                 cells.append(cell)
 
+    orders = {p.name: _size_order(p) for p in problems}  # once per problem: the sort key runs once per cell
+
     def order_key(c: Cell):
-        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant,
-                _size_order(registry.problems[c.problem])[c.size])
+        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant, orders[c.problem][c.size])
 
     return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
-
-
-def estimate_seconds(registry: Registry, p: Plan) -> float:
-    """A rough wall-time estimate: worker start-ups plus a per-cell cost by variant (for --dry-run)."""
-    groups = {(c.adapter, c.dtype, c.device) for c in p.cells}
-    total = 5.0 * len(groups)
-    for c in p.cells:
-        slow = c.variant in registry.adapters[c.adapter].slow_variants
-        total += 18.0 if slow else (1.0 if c.variant.startswith("eager") else 0.8)
-    return total
 
 
 @dataclass
@@ -193,6 +187,8 @@ class RunOptions:
     time_it: bool = True
     policy: dict = field(default_factory=dict)
     cache_dir: Path | None = None
+    deadline: float | None = None  # time.monotonic() after which no cell starts (--max-time)
+    budget: str = ""  # the --max-time as typed, for the skipped cells' message
 
 
 def run(registry: Registry, p: Plan, options: RunOptions, *,
@@ -243,14 +239,20 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
         family = (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
         if family in timed_out:
             m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[family]} timed out")
+        elif options.deadline is not None and time.monotonic() >= options.deadline:
+            m = left_out(cell, options.budget, "the time budget was spent before this cell started")
         else:
-            started = worker.starts
+            started, began = worker.starts, time.perf_counter()
             try:
                 m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
             except RuntimeError as exc:  # the worker failed to start
                 m = Measurement(cell, Status.CRASHED, str(exc))
+            wall = time.perf_counter() - began
             if worker.starts != started and worker.info is not None:
                 on_worker(worker.info)
+                wall -= float(worker.info.get("startup_seconds") or 0.0)
+            # The cell's own wall time, worker start-up excluded: what estimate.py learns from on this machine.
+            m = replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})
             if m.status is Status.TIMEOUT:
                 timed_out[family] = cell.size
         yield m

@@ -11,6 +11,9 @@ Each check is a pytest test, parametrized so that a failure names its dtype, var
 - availability: `available()` says installed with a version, or why not; the name, variants and devices are
   usable in selectors; importing the adapter and asking `available()`/`capability()` imports no framework;
 - capabilities: every operator in every variant is declared with an algorithm, or unsupported with a reason;
+- memory: `materialised_elements` answers a whole number, never below what the operator itself needs
+  (`operators.minimum_elements`), for every supported operator at the conformance problems' shapes and at a large
+  one (the planner's pre-flight trusts it to keep a cell from exhausting memory);
 - namespace: every name the registered problems use resolves on `namespace()`, and each probed name
   (`namespace_probes.PROBES`) gives NumPy's values;
 - behaviour, on small built-in problems (`CONFORMANCE_PROBLEMS`): a declared-supported (operator, variant) runs,
@@ -52,10 +55,11 @@ from .execution import describe_exception
 from .inputs import cell_inputs
 from .measurement import Check
 from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
-from .operators import OPERATORS, applicable, expected_shape
+from .operators import OPERATORS, applicable, expected_shape, minimum_elements
 from .problem import Problem, example_output_shape, output_shape
 from .problem import problem as declare_problem
 from .runner import STANDARD_VARIANTS
+from .shapes import Shapes, shapes_of
 from .status import Status
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
@@ -254,6 +258,26 @@ def capability_failures(adapter: Adapter, variant: str) -> list[str]:
     return failures
 
 
+# A size no conformance problem reaches: a Jacobian at these shapes is 10⁹ elements, so under-reporting shows.
+LARGE_SHAPES = Shapes(wrt=(10_000,), output=(100_000,), batch=1_000, example_output=(100,))
+
+
+def materialised_failures(adapter: Adapter, variant: str, shapes: list[Shapes]) -> list[str]:
+    """Where `materialised_elements` is not a whole number or under-reports the operator's own need."""
+    failures = []
+    for op in OPERATORS:
+        if not adapter.capability(op, variant).supported:
+            continue
+        for s in shapes:
+            got = adapter.materialised_elements(op, variant, s)
+            floor = minimum_elements(op, s)
+            if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+                failures.append(f"{op} at {s}: materialised_elements returned {got!r}, not an int")
+            elif got < floor:
+                failures.append(f"{op} at {s}: materialised_elements {got} is below the operator's own need {floor}")
+    return failures
+
+
 def missing_names(namespace: Any, names) -> list[str]:
     missing = []
     for name in sorted(names):
@@ -406,6 +430,13 @@ class AdapterConformance:
         unknown = self.adapter.capability("grad", UNKNOWN_VARIANT)
         assert not unknown.supported and unknown.reason.strip(), \
             f"variant {UNKNOWN_VARIANT!r} must be unsupported with a reason, got {unknown!r}"
+
+    def test_materialised_elements_cover_the_operator(self, variant: str) -> None:
+        registry = self.registry()
+        shapes = [shapes_of(registry.problems[name], registry.problems[name].size(size))
+                  for name, size in self.problems if name in registry.problems]
+        failures = materialised_failures(self.adapter, variant, [*shapes, LARGE_SHAPES])
+        assert not failures, f"variant {variant!r}:\n" + "\n".join(failures)
 
     # --- namespace -------------------------------------------------------------------------------------------
 

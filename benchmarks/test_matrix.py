@@ -1,9 +1,7 @@
-"""`pytest --benchmark-only` runs the quick matrix through pytest-benchmark (in-process; see pytest_plugin.py).
+"""`pytest --benchmark-only` at the repository root runs the quick matrix through pytest-benchmark (in-process;
+see adcompare/pytest_plugin.py); a plain `pytest` skips it (`--benchmark-skip` in the ini's addopts).
 
-    pytest --benchmark-only --adcompare-adapters jax,torch --benchmark-json bench.json
-    adcompare report bench.json
+    pytest --benchmark-only --benchmark-json bench.json && adcompare report bench.json
+    pytest --benchmark-only --adcompare-adapters jax,torch --adcompare-problems exp_dot_loss
 """
-
-
-def test_cell(adcompare_cell, adcompare_measure, benchmark):
-    adcompare_measure(adcompare_cell, benchmark)
+from adcompare.pytest_plugin import test_adcompare_cell  # noqa: F401  (the one line a user's project needs too)

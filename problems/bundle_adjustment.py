@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import problem
+from adcompare import Shapes, problem
 
 CAMERA_PARAMS = 11
 BLOCK = CAMERA_PARAMS + 3 + 1  # camera, point, weight: the parameters one observation depends on
@@ -133,3 +133,8 @@ def read_adbench(path):
     camera, point, weight, feature = ([float(v) for v in line] for line in lines[1:])
     rows = gather(*replicate(camera, point, weight[0], feature, n, m, p))
     return {"n": n, "m": m, "p": p}, {"delta": np.zeros(BLOCK), "observations": rows}
+
+
+@bundle_adjustment.shapes
+def _(n, m, p):
+    return Shapes(wrt=(BLOCK,), output=(p, 3), batch=p, example_output=(3,), flops=120 * p, operations=60)

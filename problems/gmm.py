@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from adcompare import grid, problem
+from adcompare import Shapes, grid, problem
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
 WISHART_M = 0
@@ -123,6 +123,14 @@ def _(rng, d, K, n):
             "x": rng.standard_normal((n, d))}
 
 
+@gmm.shapes
+def gmm_shapes(d, K, n):
+    """Both conventions' shapes and work: L @ x dominates the work; the column loop of _lower_triangle
+    dispatches ~4 operations per dimension."""
+    return Shapes(wrt=(K, 1 + d + d * (d + 1) // 2), output=(), flops=2 * K * d * d * n + 12 * K * d * n,
+                  operations=40 + 4 * d)
+
+
 @problem(sizes=GRADBENCH_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp", "hvp"))
 def gmm_posterior(params, /, *, x, xp):
@@ -150,6 +158,9 @@ def _(rng, d, K, n):
     q = rng.normal(size=(K, d))
     lower = rng.normal(size=(K, d * (d - 1) // 2))
     return {"params": np.concatenate([alphas, means, q, lower], axis=1), "x": x}
+
+
+gmm_posterior.shapes(gmm_shapes)
 
 
 def _wishart(gamma: float, m: int, path: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adcompare import problem
+from adcompare import Shapes, problem
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
@@ -140,3 +140,9 @@ def read_lstm_file(path):
                          f"sequence {sequence.shape}")
     return ({"l": l, "c": sequence.shape[0], "b": b},
             {"params": np.concatenate([main.reshape(8 * l, b), extra]), "state": state, "sequence": sequence})
+
+
+@lstm.shapes
+def _(l, c, b):
+    # The Python loop runs c − 1 steps of l layers, ~15 operations each, plus ~6 per step for the prediction.
+    return Shapes(wrt=(8 * l + 3, b), output=(), flops=40 * l * c * b, operations=(c - 1) * (15 * l + 6))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import problem
+from adcompare import Shapes, problem
 
 
 @problem(sizes=[100, 1_000, 10_000], wrt="x1", tags=("tall",), complex_step_safe=True)
@@ -60,3 +60,8 @@ def rbf_kernel_map(t, X, /, *, X2, xp):
 def _(rng, n):
     X = np.linspace(-1.0, 1.0, n)
     return {"t": np.zeros(1), "X": X[:, None], "X2": X.copy()}
+
+
+@rbf_kernel_map.shapes
+def _(n):
+    return Shapes(wrt=(1,), output=(n, n), batch=n, example_output=(n,))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from adcompare import grid, problem
+from adcompare import Shapes, grid, problem
 
 ELEMENTWISE_SIZES = [100, 10_000, 1_000_000]
 ELEMENTWISE_OPERATORS = ("value", "jvp", "vjp", "jacfwd", "jacrev")
@@ -30,6 +30,11 @@ def _(rng, n):
     return {"x": rng.standard_normal(n)}
 
 
+@tanh.shapes
+def _(n):
+    return Shapes(wrt=(n,), output=(n,))
+
+
 SELU_ALPHA = 1.67
 SELU_LAMBDA = 1.05
 
@@ -47,6 +52,11 @@ def selu(x, /, *, xp):
 @selu.inputs
 def _(rng, n):
     return {"x": rng.standard_normal(n)}
+
+
+@selu.shapes
+def _(n):
+    return Shapes(wrt=(n,), output=(n,))
 
 
 MLP_LAYERS = 3

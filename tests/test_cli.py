@@ -20,7 +20,7 @@ def test_help_has_examples(capsys):
     (["run", "--problem", "exp_dot_los", "--dry-run"], "unknown problem 'exp_dot_los' (did you mean 'exp_dot_loss'?)"),
     (["check", "--adapter", "jaxx"], "unknown adapter 'jaxx' (did you mean 'jax'?)"),
     (["run", "--operator", "jacfw", "--dry-run"], "unknown operator 'jacfw' (did you mean 'jacfwd'?)"),
-    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"], "problem 'f_r2_r3', operator 'grad': grad needs a "
+    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"], "nothing applies: left out problem 'f_r2_r3' with operator 'grad': grad needs a "
                                                                         "scalar-valued function, f(x) has shape (3,)"),
     (["report", "no-such-file.jsonl"], "cannot read results file 'no-such-file.jsonl'"),
     (["list", "--plugin", "nowhere.py"], "--plugin 'nowhere.py': no such file"),
@@ -83,3 +83,20 @@ def test_memory_limit_marks_cells_too_large_before_running(capsys):
     assert main(argv) == 1  # nothing ran, so nothing was checked
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert record["status"] == "too_large" and "exceeds the 0.1 GiB limit" in record["message"]
+
+
+def test_run_labels_expected_failures_and_keeps_wide_tables_in_a_pipe(tmp_path):
+    """Through a pipe, as a script would read it: the summary says 'expected', columns are not squeezed."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.jsonl"
+    done = subprocess.run([sys.executable, "-m", "adcompare", "run", "--problem", "control_loop", "--operator", "grad",
+                           "--adapter", "jax", "--variant", "compiled", "--no-progress", "-o", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "failed (expected)" in done.stdout and "1 failed as expected" in done.stdout
+    assert any("control_loop" in line and "compiled" in line for line in done.stdout.splitlines())  # one row a line
+    from adcompare.results import load
+
+    assert "data-dependent" in load([out]).measurements[0].details["expected_failure"]

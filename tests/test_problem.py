@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompare import grid, problem
+from adcompare import Shapes, grid, problem
 from adcompare.errors import ProblemDefinitionError
+from adcompare.preflight import too_large
 from adcompare.problem import output_shape, problems_in
 
 
@@ -78,3 +79,33 @@ def test_problems_in_module_and_builtin_registry(registry):
     names = {p.name for p in problems_in(mod)}
     assert {"f_r2_r3", "exp_dot_loss"} <= names
     assert {"f_r2_r3", "exp_dot_loss", "linear_layer"} <= set(registry.problems)
+
+
+def test_declared_shapes_are_used_without_evaluating_the_problem():
+    @problem(sizes=[3, 10**9], wrt="x")
+    def huge(x, /, *, xp):
+        raise AssertionError("planning must not evaluate a problem that declares its shapes")
+
+    @huge.inputs
+    def _(rng, n):
+        raise AssertionError("planning must not generate inputs of a problem that declares its shapes")
+
+    @huge.shapes
+    def _(n):
+        return Shapes(wrt=(n,), output=(n,))
+
+    p = huge.build()
+    assert output_shape(p, p.sizes[1]) == (10**9,)
+    assert too_large(p, p.sizes[1], "jacfwd", "float64", limit=2**30) is not None
+    assert too_large(p, p.sizes[0], "jacfwd", "float64", limit=2**30) is None
+
+
+def test_a_shape_function_must_take_every_dimension():
+    @problem(sizes=grid(n=[5], p=[8]), wrt="w")
+    def lin(w, /, *, xp):
+        return w
+
+    with pytest.raises(ProblemDefinitionError, match=r"shape function lacks the size argument\(s\) \['p'\]"):
+        @lin.shapes
+        def _(n):
+            return Shapes(wrt=(n,), output=(n,))

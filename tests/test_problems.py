@@ -11,6 +11,7 @@ from adcompare import plugins
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, used_names
 from adcompare.operators import OPERATORS, applicable
 from adcompare.problem import example_output_shape, output_shape
+from adcompare.shapes import evaluated_shapes, shapes_of, without_hints
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module
@@ -331,3 +332,11 @@ def test_lstm_objective_equals_plain_loops_at_a_hand_made_input():
 def test_every_operator_name_in_the_suite_is_known(suite):
     for p in suite.values():
         assert set(p.operators or ()) <= set(OPERATORS)
+
+
+def test_declared_shapes_equal_an_evaluation_at_the_two_smallest_sizes(suite):
+    declared = [p for p in suite.values() if p.shape_function is not None]
+    assert {p.name for p in declared} >= {"gmm", "lstm", "bundle_adjustment", "rbf_kernel_map"}
+    for p in declared:
+        for size in sorted(p.sizes, key=lambda s: sum(v for _, v in s.dims))[:2]:
+            assert without_hints(shapes_of(p, size)) == evaluated_shapes(p, size), f"{p.name} at {size.label}"

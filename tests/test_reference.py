@@ -144,6 +144,10 @@ def test_hessian_and_hvp_by_differencing_the_gradient(problems, central):
 
 
 def test_over_budget_references_are_directional_and_say_so(problems, monkeypatch):
+    """The budget logic under an injected cost model (a fixed price per evaluation), so a slow or busy machine
+    cannot move a reference across the budget."""
+    price = 1e-5  # seconds per evaluation
+    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x: price)
     p = problems["exp_dot_loss"]
     size = p.size("n100")
     monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e-4)  # seconds: less than a full Jacobian or one H·v
@@ -161,7 +165,9 @@ def test_over_budget_references_are_directional_and_say_so(problems, monkeypatch
     for d in h.directional:
         assert scaled_error(d.apply(hess), d.expected) <= h.error_bound
 
-    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 0.3)  # H·v affordable (~40 ms), the full Hessian not (~1 s)
+    # One H·v costs 4·(100 to 400)·price, the full Hessian 100 of them, three directions three: 20000·price
+    # affords the directions and not the Hessian whichever difference scheme is chosen.
+    monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 20000 * price)
     h = reference(p, size, "hessian", cell_inputs(p, size, "hessian", "float64"))
     assert h.method.startswith("directional: R·v vs H·v")
     for d in h.directional:

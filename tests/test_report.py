@@ -241,3 +241,25 @@ def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
     gpu = Measurement(Cell("p", "n1", "grad", "jax", "eager", "cuda", "float32"), Status.OK, device_peak_bytes=4096)
     assert not shown([cpu])
     assert shown([cpu, gpu])
+
+
+def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the_csv(tmp_path):
+    from adcompare import plugins
+    from adcompare.cell import Cell
+    from adcompare.expectations import labelled
+    from adcompare.measurement import Measurement
+    from adcompare.report import build
+    from adcompare.results import Results
+    from adcompare.status import Status
+
+    problems = plugins.load().problems
+    known = Measurement(Cell("control_loop", "n100", "grad", "jax", "compiled", "cpu", "float32"), Status.FAILED,
+                        "ConcretizationTypeError")
+    surprise = Measurement(Cell("exp_dot_loss", "n100", "grad", "jax", "compiled", "cpu", "float32"), Status.FAILED,
+                           "a new bug")
+    ms = tuple(labelled(m, problems) for m in (known, surprise))
+    assert "data-dependent" in ms[0].details["expected_failure"] and "expected_failure" not in ms[1].details
+    html = build(Results(({"host": "h", "machine": {"fingerprint": "f"}},), ms, sources=("x",)), tmp_path).read_text()
+    assert html.count('class="chip expected"') == 1 and "failed (expected) ×1" in html
+    csv_rows = (tmp_path / "results.csv").read_text().splitlines()
+    assert "expected" in csv_rows[0].split(",") and "data-dependent" in next(r for r in csv_rows if "control_loop" in r)

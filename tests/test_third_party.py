@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -35,8 +36,16 @@ def env(tmp_path_factory):
     package.mkdir()
     for name in ("adcompare_numpy_fd.py", "pyproject.toml"):
         (package / name).write_text(guide_example(name))
-    venv.create(root / "venv", system_site_packages=True, with_pip=False)  # pip comes from the system site
+    # `system_site_packages=True` would show the *base* interpreter's packages when this test itself runs in a
+    # venv (the way most people install), without adcompare or the frameworks; so the new venv instead adds
+    # every site directory of this interpreter, .pth files (editable installs) included, pip among them.
+    venv.create(root / "venv", system_site_packages=False, with_pip=False)
     python = str(root / "venv" / "bin" / "python")
+    site_dir = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    ours = [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    Path(site_dir, "adcompare_outer_environment.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in ours) + "\n")
     done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
                            str(package), str(THIRDPARTY / "broken")], capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

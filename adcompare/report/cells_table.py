@@ -65,6 +65,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("adjoint_error", _c("adjoint_error"), "error", shown=False),
     Column("algorithm", lambda m, jo: m.algorithm),
     Column("message", lambda m, jo: m.message),
+    Column("expected", lambda m, jo: m.details.get("expected_failure")),  # the known limitation a failure matches
     Column("device_name", lambda m, jo: m.device_name, shown=False),
     Column("machine", lambda m, jo: m.machine, shown=False),
     Column("host_peak_bytes", lambda m, jo: m.host_peak_bytes, "number", shown=False),

@@ -1,0 +1,58 @@
+"""Running a plan to a time budget (`--max-time`): no family starves, and what is left is recorded, resumable.
+
+A family is a (problem, operator, adapter, variant, device, dtype): the cells that differ by size only. The budget
+is filled by rounds — every family's smallest size first, then every family's next size, and so on — in estimated
+seconds (estimate.py), with a worker group's start-up counted when its first cell is chosen. Chosen cells then run in
+the plan's order, one worker per group; the runner also stops at the deadline itself, since estimates can be wrong.
+Cells left out are recorded `skipped` with the reason and `details.resumable`, which `--resume` runs again.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .cell import Cell
+from .errors import UsageError
+from .estimate import Estimate
+from .measurement import Measurement
+from .status import Status
+
+def parse_duration(text: str) -> float:
+    """Seconds in '90', '90s', '15m', '1.5h' or '1h30m'."""
+    number = r"(\d+(?:\.\d+)?)"
+    m = re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}s?)?", (text or "").strip().lower())
+    seconds = sum(float(v) * k for v, k in zip(m.groups(), (3600, 60, 1)) if v) if m else 0.0
+    if seconds <= 0:
+        raise UsageError(f"--max-time {text!r} is not a positive duration; write e.g. 90s, 15m, 1h30m")
+    return seconds
+
+
+def family(cell: Cell) -> tuple[str, ...]:
+    return (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
+
+
+def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
+    """(cells to run, in the plan's order; cells left out), filling `seconds` round by round of sizes."""
+    rank: dict[str, int] = {}
+    seen: dict[tuple[str, ...], int] = {}
+    for c in cells:  # the plan lists a family's sizes smallest first
+        f = family(c)
+        rank[c.key] = seen.get(f, 0)
+        seen[f] = rank[c.key] + 1
+    order = sorted(range(len(cells)), key=lambda i: (rank[cells[i].key], i))
+    spent, started, chosen = 0.0, set(), set()
+    for i in order:
+        c = cells[i]
+        group = (c.adapter, c.dtype, c.device)
+        cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(group, 0.0))
+        if spent + cost > seconds:
+            continue  # a cheaper cell of a later round may still fit
+        spent += cost
+        started.add(group)
+        chosen.add(c.key)
+    return [c for c in cells if c.key in chosen], [c for c in cells if c.key not in chosen]
+
+
+def left_out(cell: Cell, budget: str, why: str) -> Measurement:
+    return Measurement(cell, Status.SKIPPED, f"skipped: {why} within --max-time {budget}; run again with --resume "
+                       f"(and a --max-time) to continue", details={"resumable": True})

@@ -1,0 +1,191 @@
+"""Wall-time estimates for a plan: what a cell took before on this machine where known, a cost model otherwise.
+
+History: each cell record carries `details.wall_seconds` (its own wall time, worker start-up excluded) and each
+worker record `startup_seconds`; results files measured under the same machine fingerprint as this run give those
+times back (the latest record wins). Cells timed elsewhere are never used: another machine's seconds say nothing
+about this one.
+
+The model (no history) follows what running a cell does: a fixed per-cell overhead (inputs, prepare, the round
+trip to the worker), compilation for compiled variants (seconds per cell for the adapter's `slow_variants`), the
+float64 reference (full derivatives by differencing up to reference.FULL_REFERENCE_BUDGET, once per worker and
+(problem, size, operator): every variant shares it), a first call, and the timer's warm-up and blocks, bounded by
+timing.TimingPolicy. A call's cost grows with the elements the operator materialises (operators.minimum_elements).
+The constants are priors for a CPU core; a run's records replace them on the next plan.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .cell import Cell
+from .operators import minimum_elements, spec
+from .plugins import Registry
+from .reference import FULL_REFERENCE_BUDGET
+from .results import Results
+from .shapes import Shapes, shapes_of
+from .timing import TimingPolicy
+
+# Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
+STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}
+DEFAULT_STARTUP = 3.0
+# Per cell: inputs, prepare (tracing, graph building), checking the result, the round trip to the worker.
+CELL_OVERHEAD = {"tensorflow": 1.2, "torch": 0.6, "jax": 0.6, "autograd": 0.3}
+DEFAULT_CELL_OVERHEAD = 0.6
+# Dispatching one array operation eagerly, seconds; compiled code pays none.
+DISPATCH = {"tensorflow": 6e-5, "torch": 1e-5, "jax": 3e-5, "autograd": 1e-5}
+DEFAULT_DISPATCH = 3e-5
+# JAX compiles every primitive on its first eager use at each shape, and each operator's transform brings its own:
+# the first eager cell of each (problem, size, operator) in a worker pays (measured 14–34 s for GMM's first calls).
+EAGER_FIRST_USE = {"jax": 0.05}
+SECONDS_PER_ELEMENT = 3e-9  # memory traffic per element an operator materialises
+SECONDS_PER_FLOP = 2e-10  # one core's arithmetic
+COMPILE = 0.15  # a compiled variant's first call (trace + compile) of a small function
+COMPILE_PER_OPERATION = 0.005  # and per traced operation
+SLOW_COMPILE = 15.0  # an adapter's slow variant (torch.compile): seconds per cell
+EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
+DEFAULT_OPERATIONS = 6
+SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
+DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
+# How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
+# operations, once per basis vector for arithmetic).
+OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "jacfwd": 2, "jacrev": 3, "hessian": 6,
+                    "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3}
+
+
+@dataclass(frozen=True)
+class History:
+    """Measured seconds on one machine: per cell key, and per worker group's start-up."""
+
+    machine: str = ""
+    cells: Mapping[str, float] = field(default_factory=dict)
+    startups: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+
+    @classmethod
+    def from_results(cls, results: Results, machine: str) -> "History":
+        cells = {m.cell.key: float(m.details["wall_seconds"]) for m in results.measurements
+                 if m.machine == machine and isinstance(m.details.get("wall_seconds"), (int, float))}
+        # Worker records name no machine: trust their start-ups only when every file came from this machine.
+        own = all((p.get("machine") or {}).get("fingerprint") == machine for p in results.provenance)
+        startups = {}
+        if own:
+            for w in results.workers:
+                if isinstance(w.get("startup_seconds"), (int, float)):
+                    startups[(w["adapter"], w["dtype"], w["device"])] = float(w["startup_seconds"])
+        return cls(machine, cells, startups)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Seconds per cell (by key) and per worker group start-up; `measured` cells came from history."""
+
+    cells: Mapping[str, float]
+    startups: Mapping[tuple[str, str, str], float]
+    measured: frozenset[str] = frozenset()
+
+    @property
+    def total(self) -> float:
+        return sum(self.cells.values()) + sum(self.startups.values())
+
+    def group_seconds(self, cells: Iterable[Cell]) -> float:
+        """What running these cells costs in one worker per group (start-ups included)."""
+        cells = list(cells)
+        groups = {(c.adapter, c.dtype, c.device) for c in cells}
+        return sum(self.cells[c.key] for c in cells) + sum(self.startups.get(g, DEFAULT_STARTUP) for g in groups)
+
+
+def timed_seconds(per_call: float, policy: TimingPolicy = TimingPolicy()) -> float:
+    """Seconds `timing.measure` spends on a cell whose call takes `per_call`: first call, warm-up, blocks."""
+    warmup = min(max(2 * per_call, policy.warmup_time), policy.max_time / 4 + per_call)
+    blocks = min(max(policy.min_time, policy.min_samples * per_call), policy.max_time + per_call)
+    return per_call + warmup + blocks
+
+
+def arithmetic_passes(operator: str, shapes: Shapes) -> int:
+    """Evaluations' worth of arithmetic: full Jacobians and Hessians cost one pass per basis vector."""
+    return OPERATION_PASSES[operator] * {
+        "jacfwd": shapes.n_in, "jacrev": shapes.n_out, "hessian": shapes.n_in, "vmap_jacfwd": shapes.n_in,
+        "vmap_jacrev": shapes.n_example_out}.get(operator, 1)
+
+
+def evaluation_seconds(shapes: Shapes) -> float:
+    """One evaluation's arithmetic and memory traffic (operations dispatched are counted apart)."""
+    flops = shapes.flops if shapes.flops is not None else 5 * (shapes.n_in + shapes.n_out)
+    return max(SECONDS_PER_FLOP * flops, SECONDS_PER_ELEMENT * (shapes.n_in + shapes.n_out))
+
+
+def reference_seconds(operator: str, shapes: Shapes) -> float:
+    """The float64 reference through NumPy: value needs one evaluation, directional forms a few, full derivatives
+    one central difference per basis vector up to the differencing budget (then directional checks)."""
+    s = spec(operator)
+    ops = shapes.operations or DEFAULT_OPERATIONS
+    evaluation = EVALUATION + ops * DISPATCH["autograd"] + evaluation_seconds(shapes)
+    if s.order == 0:
+        return evaluation
+    if s.takes is not None:
+        return 6 * evaluation * (2 if s.order == 2 else 1)
+    examples = (shapes.batch or 1) if s.per_example else 1
+    full = 2 * shapes.n_in * evaluation * (shapes.n_in if s.order == 2 else 1) * examples
+    return min(full, FULL_REFERENCE_BUDGET + 12 * evaluation)
+
+
+def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
+                  first_use: bool = True) -> float:
+    """One cell's modelled wall time (worker start-up excluded); `first_use`: the first cell of its (problem,
+    size, operator) in its worker, which pays JAX's per-primitive compilation in eager mode."""
+    adapter = registry.adapters[cell.adapter]
+    slow = cell.variant in adapter.slow_variants
+    eager = cell.variant.startswith("eager")
+    capability = adapter.capability(cell.operator, cell.variant)
+    ops = (shapes.operations or DEFAULT_OPERATIONS) * OPERATION_PASSES[cell.operator]
+    if capability.support.value == "emulated":  # built from a Python loop: operations once per basis vector
+        ops *= max(1, arithmetic_passes(cell.operator, shapes) // OPERATION_PASSES[cell.operator])
+    elements = adapter.materialised_elements(cell.operator, cell.variant, shapes)
+    per_call = (ops * DISPATCH.get(cell.adapter, DEFAULT_DISPATCH) if eager else 0.0) \
+        + arithmetic_passes(cell.operator, shapes) * evaluation_seconds(shapes) + SECONDS_PER_ELEMENT * elements
+    if slow:
+        first = SLOW_COMPILE + ops * COMPILE_PER_OPERATION * 10
+    elif eager:
+        first = min(ops, DISTINCT_OPERATIONS) * EAGER_FIRST_USE.get(cell.adapter, 0.0) if first_use else 0.0
+    else:
+        first = COMPILE + ops * COMPILE_PER_OPERATION
+    reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
+    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference + timed_seconds(per_call)
+
+
+def estimate(registry: Registry, cells: Sequence[Cell], history: History = History(), *,
+             timeout: float = 300.0) -> Estimate:
+    """Seconds for each cell and each worker group's start-up, measured where `history` knows them.
+
+    A modelled cell is capped at the cell `timeout`, and once a size is expected to time out the runner skips the
+    family's larger sizes, so they cost next to nothing."""
+    out: dict[str, float] = {}
+    measured = set()
+    referenced: set[tuple] = set()
+    timing_out: set[tuple] = set()
+    eager_seen: set[tuple] = set()  # (worker group, problem, size, operator) already run eagerly
+    shapes: dict[tuple[str, str], Shapes] = {}  # a size's label is looked up once, not once per cell
+    for c in cells:
+        key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
+        if key in history.cells:
+            out[key] = history.cells[key]
+            measured.add(key)
+        else:
+            if (c.problem, c.size) not in shapes:
+                problem = registry.problems[c.problem]
+                shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
+            family = (c.problem, c.operator, c.adapter, c.variant, c.device, c.dtype)
+            seconds = model_seconds(registry, c, shapes[(c.problem, c.size)],
+                                    with_reference=ref_key not in referenced,
+                                    first_use=ref_key not in eager_seen)
+            out[key] = SKIPPED_SECONDS if family in timing_out else min(seconds, timeout)
+            if seconds >= timeout:
+                timing_out.add(family)
+        referenced.add(ref_key)
+        if c.variant.startswith("eager"):
+            eager_seen.add(ref_key)
+    startups = {}
+    for c in cells:
+        g = (c.adapter, c.dtype, c.device)
+        if g not in startups:
+            startups[g] = history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
+    return Estimate(out, startups, frozenset(measured))

@@ -1,0 +1,121 @@
+"""A study: the plan as one `adcompare run` will run it — its shard, what --resume keeps, what --max-time leaves
+out — with the estimate behind each choice, and the `--dry-run` view of it (text, or JSON for scripts)."""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import budget
+from .errors import ResultsFileError
+from .estimate import Estimate, History, estimate
+from .measurement import Measurement
+from .plugins import Registry
+from .preflight import estimate_bytes
+from .results import load
+from .runner import Plan, Selection
+from .runner import plan as make_plan
+from .shards import ShardSpec, owns_decided, shard_cells
+
+
+@dataclass(frozen=True)
+class Study:
+    plan: Plan  # this invocation's cells to run (shard and budget applied, finished ones removed)
+    estimate: Estimate  # of every cell of the shard still to run
+    left_out: tuple[Measurement, ...]  # skipped by --max-time before running, resumable
+    done: frozenset[str]  # kept from --output by --resume
+    total: int  # cells of the whole (unsharded) plan
+    shard: ShardSpec | None = None
+    max_time: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.estimate.group_seconds(self.plan.cells) if self.plan.cells else 0.0
+
+    def deadline(self) -> float | None:
+        return time.monotonic() + budget.parse_duration(self.max_time) if self.max_time else None
+
+
+def history(paths: Sequence[str | Path], machine: str) -> History:
+    """Measured times on `machine` from the results files that exist (others are ignored: nothing measured yet)."""
+    existing = [p for p in paths if Path(p).is_file()]
+    if not existing:
+        return History(machine)
+    try:
+        return History.from_results(load(existing), machine)
+    except ResultsFileError:
+        return History(machine)
+
+
+def prepare(registry: Registry, plan: Plan, *, done: frozenset[str] = frozenset(), past: History = History(),
+            shard: ShardSpec | None = None, max_time: str = "", timeout: float = 300.0) -> Study:
+    """Apply the shard (on the whole plan, so shards do not depend on progress), then resume, then the budget."""
+    cells, decided = plan.cells, plan.decided
+    if shard is not None:  # from the model alone: every job (on any node, at any progress) splits alike
+        whole = estimate(registry, cells, timeout=timeout)
+        cells = shard_cells(cells, whole, shard)
+        decided = tuple(m for m in decided if owns_decided(m.cell.key, shard))
+    todo = [c for c in cells if c.key not in done]
+    est = estimate(registry, todo, past, timeout=timeout)
+    left: tuple[Measurement, ...] = ()
+    if max_time:
+        chosen, rest = budget.choose(todo, est, budget.parse_duration(max_time))
+        left = tuple(budget.left_out(c, max_time, "not scheduled: estimated not to fit") for c in rest)
+        todo = chosen
+    decided = tuple(m for m in decided if m.cell.key not in done)
+    return Study(Plan(tuple(todo), decided, plan.notes), est, left, frozenset(done), plan.total, shard, max_time)
+
+
+def summary(study: Study, output: str) -> str:
+    measured = sum(1 for c in study.plan.cells if c.key in study.estimate.measured)
+    where = f"shard {study.shard}: " if study.shard else ""
+    parts = [f"{where}{len(study.plan.cells)} to run", f"{len(study.plan.decided)} decided without running "
+             f"(unsupported/too large)"]
+    if study.done:
+        parts.append(f"{len(study.done)} already in {output}")
+    if study.left_out:
+        parts.append(f"{len(study.left_out)} left for a later --resume (beyond --max-time {study.max_time})")
+    source = (f"{measured} from earlier results on this machine, {len(study.plan.cells) - measured} modelled"
+              if measured else "modelled, no earlier results on this machine")
+    return f"{study.total} cells: " + ", ".join(parts) + f"; estimated {study.seconds / 60:.1f} min ({source})"
+
+
+def cells_json(registry: Registry, study: Study) -> dict[str, Any]:
+    """Every cell this invocation would record, with its planned status, estimated seconds and bytes."""
+    rows = []
+    for c in study.plan.cells:
+        problem = registry.problems[c.problem]
+        rows.append({"key": c.key, "cell": c.to_json(), "status": "planned",
+                     "seconds": round(study.estimate.cells[c.key], 3),
+                     "source": "measured" if c.key in study.estimate.measured else "model",
+                     "bytes": estimate_bytes(problem, problem.size(c.size), c.operator, c.dtype,
+                                             registry.adapters[c.adapter], c.variant)})
+    for m in (*study.plan.decided, *study.left_out):
+        rows.append({"key": m.cell.key, "cell": m.cell.to_json(), "status": m.status.value, "message": m.message})
+    return {"total_cells": study.total, "shard": str(study.shard) if study.shard else None,
+            "estimated_seconds": round(study.seconds, 1),
+            "startup_seconds": {"/".join(g): s for g, s in study.estimate.startups.items()}, "cells": rows}
+
+
+@dataclass(frozen=True)
+class SuiteCost:
+    """A suite's size and cost on this machine: modelled, and measured where earlier results cover it."""
+
+    suite: str
+    cells: int
+    to_run: int
+    estimated_seconds: float
+    measured_cells: int  # cells of the suite with a measured wall time on this machine
+    measured_seconds: float  # their summed wall time (start-ups excluded)
+
+
+def suite_costs(registry: Registry, suites: Sequence[str], past: History = History()) -> list[SuiteCost]:
+    out = []
+    for name in suites:
+        p = make_plan(registry, Selection(suite=name))
+        model = estimate(registry, p.cells)
+        measured = [past.cells[c.key] for c in p.cells if c.key in past.cells]
+        out.append(SuiteCost(name, p.total, len(p.cells), model.total, len(measured), sum(measured)))
+    return out

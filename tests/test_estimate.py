@@ -1,0 +1,70 @@
+"""Estimates: the model grows with size and compile cost, history from the same machine replaces it, another
+machine's history is ignored; --dry-run says which it used and --json lists every cell."""
+from __future__ import annotations
+
+import json
+
+from adcompare import runner
+from adcompare.cell import Cell
+from adcompare.cli import main
+from adcompare.estimate import History, estimate
+from adcompare.fingerprint import Machine
+from adcompare.measurement import Measurement
+from adcompare.results import ResultsWriter, load
+from adcompare.status import Status
+
+
+def test_the_model_grows_with_size_and_slow_compilers(registry):
+    plan = runner.plan(registry, runner.Selection(problems=("exp_dot_loss",), operators=("jacfwd",), suite="full",
+                                                  adapters=("torch",), dtypes=("float64",)))
+    est = estimate(registry, plan.cells)
+    eager = [est.cells[c.key] for c in plan.cells if c.variant == "eager"]
+    assert eager == sorted(eager) and eager[-1] > 2 * eager[0]
+    by_variant = {c.variant: est.cells[c.key] for c in plan.cells if c.size == "n10"}
+    assert by_variant["compiled"] > 5 * by_variant["eager"]  # torch.compile is a slow variant
+
+
+def write(path, machine: Machine, seconds: float) -> Cell:
+    cell = Cell("f_xy", "n2", "hessian", "autograd", "eager", "cpu", "float32")
+    with ResultsWriter(path, {"machine": machine.to_json(), "threads": 1}) as w:
+        w.add(Measurement(cell, Status.OK, details={"wall_seconds": seconds}))
+        w.add_worker({"adapter": "autograd", "dtype": "float32", "device": "cpu", "startup_seconds": 0.25})
+    return cell
+
+
+def test_history_from_the_same_machine_replaces_the_model(registry, tmp_path):
+    here, there = Machine("here", "cpu A"), Machine("there", "cpu B")
+    cell = write(tmp_path / "a.jsonl", here, 42.0)
+    results = load([tmp_path / "a.jsonl"])
+    est = estimate(registry, [cell], History.from_results(results, here.id))
+    assert est.cells[cell.key] == 42.0 and est.measured == {cell.key}
+    assert est.startups[("autograd", "float32", "cpu")] == 0.25
+    other = estimate(registry, [cell], History.from_results(results, there.id))
+    assert other.cells[cell.key] != 42.0 and not other.measured
+
+
+def test_dry_run_json_lists_every_cell_with_estimates(capsys, tmp_path):
+    argv = ["run", "--problem", "exp_dot_loss", "--suite", "full", "--dry-run", "-o", str(tmp_path / "none.jsonl")]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    planned = [r for r in out["cells"] if r["status"] == "planned"]
+    assert planned and all(r["seconds"] > 0 and r["bytes"] > 0 and r["source"] == "model" for r in planned)
+    assert {r["status"] for r in out["cells"]} <= {"planned", "unsupported", "too_large"}
+    assert len(out["cells"]) == out["total_cells"] and out["estimated_seconds"] > 0
+    assert main(argv) == 0
+    assert "modelled, no earlier results on this machine" in capsys.readouterr().out
+
+
+def test_list_suites_counts_cells_and_sums_this_machines_measured_times(capsys, tmp_path):
+    out = tmp_path / "one.jsonl"
+    assert main(["run", "--problem", "f_xy", "--adapter", "autograd", "--variant", "eager", "--no-progress",
+                 "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["list", "--suites", "--json", "--history", str(out)]) == 0
+    costs = {c["suite"]: c for c in json.loads(capsys.readouterr().out)}
+    assert {"quick", "full"} <= set(costs)
+    assert costs["full"]["cells"] > costs["quick"]["cells"] > 0
+    assert costs["quick"]["measured_cells"] == 1 and costs["quick"]["measured_seconds"] > 0
+    assert costs["quick"]["estimated_seconds"] > 0
+    assert main(["list", "--suites"]) == 0
+    assert "pass --history RESULTS" in capsys.readouterr().out

@@ -1,0 +1,75 @@
+"""Shards: deterministic, balanced by estimated cost, worker groups kept whole where balance allows, and the union
+of all shards is the unsharded plan with no cell twice (on the full suite's real plan)."""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+
+import pytest
+
+from adcompare import runner
+from adcompare.cli import main
+from adcompare.errors import UsageError
+from adcompare.estimate import estimate
+from adcompare.shards import ShardSpec, assign, loads, units
+from adcompare.study import prepare
+
+
+@pytest.fixture(scope="module")
+def full(registry):
+    return runner.plan(registry, runner.Selection(suite="full"))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_the_union_of_all_shards_is_the_plan_with_no_cell_twice(registry, full, n):
+    ran, decided = [], []
+    for k in range(1, n + 1):
+        st = prepare(registry, full, shard=ShardSpec(k, n))
+        ran += [c.key for c in st.plan.cells]
+        decided += [m.cell.key for m in st.plan.decided]
+    assert len(ran) == len(set(ran)) and set(ran) == {c.key for c in full.cells}
+    assert len(decided) == len(set(decided)) and set(decided) == {m.cell.key for m in full.decided}
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_no_shard_of_the_full_suite_costs_over_one_and_a_half_times_the_mean(registry, full, n):
+    per_shard = loads(full.cells, estimate(registry, full.cells), n)
+    assert max(per_shard) <= 1.5 * statistics.mean(per_shard), per_shard
+
+
+def test_shards_are_deterministic(registry, full):
+    a = prepare(registry, full, shard=ShardSpec(2, 4)).plan.cells
+    b = prepare(registry, full, shard=ShardSpec(2, 4)).plan.cells
+    assert a == b and a
+
+
+def test_worker_groups_stay_whole_unless_one_costs_more_than_half_a_shard(registry, full):
+    est = estimate(registry, full.cells)
+    n = 4
+    groups = defaultdict(list)
+    for c in full.cells:
+        groups[(c.adapter, c.dtype, c.device)].append(c)
+    half_shard = sum(est.group_seconds(g) for g in groups.values()) / n / 2
+    shard_of = {c.key: i for i, shard in enumerate(assign(full.cells, est, n)) for u in shard for c in u.cells}
+    for key, cells in groups.items():
+        if est.group_seconds(cells) <= half_shard:
+            assert len({shard_of[c.key] for c in cells}) == 1, key
+    split = [u for u in units(full.cells, est, n) if u.seconds > half_shard]
+    assert all(len(u.cells) == 1 for u in split)  # only a single cell can exceed the cap
+
+
+def test_shard_option_lists_a_slice_and_rejects_nonsense(capsys):
+    argv = ["run", "--problem", "exp_dot_loss", "--suite", "full", "--dry-run", "--json", "-o", "/nonexistent/x"]
+    assert main(argv) == 0
+    whole = {row["key"] for row in json.loads(capsys.readouterr().out)["cells"]}
+    parts = []
+    for k in (1, 2, 3):
+        assert main([*argv, "--shard", f"{k}/3"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["shard"] == f"{k}/3"
+        parts.append({row["key"] for row in out["cells"]})
+    assert set().union(*parts) == whole and sum(map(len, parts)) == len(whole)
+    for bad in ("0/3", "4/3", "2", "a/b"):
+        with pytest.raises(UsageError, match="--shard"):
+            ShardSpec.parse(bad)
