@@ -238,32 +238,22 @@ def ba_loops(cams, X, w, feats, cam_idx, point_idx):
     return np.array(out)
 
 
-def random_scene(rng, n, m, p):
-    """Distinct cameras, points, weights and features (points in front of every camera), unlike ADBench's
-    replicated row: every observation's block then differs."""
-    cams = np.concatenate([0.1 * rng.standard_normal((n, 3)), 0.1 * rng.standard_normal((n, 3)),
-                           rng.uniform(0.8, 1.2, (n, 1)), 0.05 * rng.standard_normal((n, 2)),
-                           0.01 * rng.standard_normal((n, 2))], axis=1)
-    X = np.concatenate([rng.uniform(-1.0, 1.0, (m, 2)), rng.uniform(3.0, 6.0, (m, 1))], axis=1)
-    return cams, X, rng.uniform(0.5, 1.5, p), rng.uniform(-0.3, 0.3, (p, 2)), np.arange(p) % n, np.arange(p) % m
-
-
 def test_bundle_adjustment_residuals_equal_plain_loops():
     p = ba.bundle_adjustment.build()
     inputs = p.inputs(smallest(p), "float64")
     f = p.bind(np, {"observations": inputs["observations"]})
-    expected = ba_loops(*ba.replicate(ba.ADBENCH_CAMERA, ba.ADBENCH_POINT, ba.ADBENCH_WEIGHT, ba.ADBENCH_FEATURE,
-                                      n=3, m=10, p=30))
-    np.testing.assert_allclose(f(inputs["delta"]), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
-    scene = random_scene(np.random.default_rng(0), 3, 10, 30)
-    rows = ba.gather(*scene)
-    np.testing.assert_allclose(ba.residual(rows[:, :ba.BLOCK], rows[:, ba.BLOCK:], np), ba_loops(*scene),
+    np.testing.assert_allclose(f(inputs["delta"]), ba_loops(*ba.generate(np.random.default_rng(0), n=3, m=10, p=30)),
                                rtol=1e-12)
+    adbench = ba.replicate(ba.ADBENCH_CAMERA, ba.ADBENCH_POINT, ba.ADBENCH_WEIGHT, ba.ADBENCH_FEATURE, 49, 7776, 40)
+    rows = ba.gather(*adbench)
+    expected = ba_loops(*adbench)
+    np.testing.assert_allclose(ba.residual(rows[:, :ba.BLOCK], rows[:, ba.BLOCK:], np), expected, rtol=1e-12,
+                               atol=1e-12 * np.abs(expected).max())
 
 
 def test_bundle_adjustment_jacobian_rows_touch_only_their_camera_point_and_weight():
     n, m, p = 3, 10, 30
-    cams, X, w, feats, cam_idx, point_idx = random_scene(np.random.default_rng(0), n, m, p)
+    cams, X, w, feats, cam_idx, point_idx = ba.generate(np.random.default_rng(0), n, m, p)
 
     def all_residuals(theta):
         c = theta[:11 * n].reshape(n, 11)
