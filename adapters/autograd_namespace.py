@@ -354,7 +354,7 @@ FIXES: dict[str, Fix] = {
     "max": Fix("float32 derivative becomes float64", "autograd's rules, cast back", _keep_dtype(lambda anp: anp.max)),
     "min": Fix("float32 derivative becomes float64", "autograd's rules, cast back", _keep_dtype(lambda anp: anp.min)),
     "where": Fix("float32 derivative becomes float64", "autograd's rules, cast back", _keep_dtype(
-        lambda anp: anp._original_where)),  # anp.where is a Python wrapper around this primitive
+        lambda anp: getattr(anp, "_original_where", anp.where))),  # ≥ 1.9: anp.where wraps this primitive
     "linalg.matrix_transpose": Fix("no derivative rule", "anp.swapaxes(x, -1, -2)", _matrix_transpose),
     "linalg.vecdot": Fix("no derivative rule", "as vecdot", _vecdot),
     "linalg.outer": Fix("no derivative rule", "anp.outer", _outer),

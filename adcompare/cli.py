@@ -25,7 +25,11 @@ examples:
   adcompare run --suite full --executor slurm --shards 8 --slurm-exclusive -o full.jsonl
   adcompare report                                 run the quick suite and write reports/<date>/index.html
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
+  adcompare report results.jsonl --figures paper/   the same figures as PDF and PNG for a paper
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
+  adcompare compare main.jsonl pr.jsonl --fail-above 10   CI gate: exit 1 on a significant slowdown > 10 %
+  adcompare run --adapter jax --env old="jax==0.9.2 jaxlib==0.9.2" --env new="jax==0.10.2 jaxlib==0.10.2" -o rel.jsonl
+  adcompare compare rel.jsonl                      each cell under new vs old: ratio, interval, values agree?
 """
 
 
@@ -59,7 +63,7 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("selection (each repeatable or comma-separated; default: all)")
     for name, meta in (("problem", "NAME"), ("size", "LABEL"), ("operator", "OP"), ("adapter", "NAME"),
                        ("variant", "NAME"), ("device", "cpu|cuda"), ("dtype", "float32|float64"),
-                       ("tag", "TAG")):
+                       ("tag", "TAG"), ("environment", "NAME")):
         g.add_argument(f"--{name}", action="append", metavar=meta)
     g.add_argument("--suite", default="quick", choices=SUITES,
                    help="; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
@@ -80,6 +84,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", type=positive(float), metavar="GIB",
                    help="cells whose pre-flight memory estimate exceeds this are too_large (default: half the RAM)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_environment_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", metavar="NAME=REQUIREMENTS",
+                   help="run the adapters whose frameworks REQUIREMENTS pin (pip requirements, space-separated) in "
+                        "an isolated environment NAME, built once and cached (repeatable; `--env current` adds "
+                        "this interpreter); select with --environment NAME")
 
 
 def _add_study_options(p: argparse.ArgumentParser) -> None:
@@ -129,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selectors(p)
     _add_run_options(p)
     p.add_argument("--json", action="store_true", help="one JSON object per cell instead of the matrix")
+    _add_environment_option(p)
     _add_plugin_option(p)
 
     p = sub.add_parser("run", help="check and time a selection of cells into a results file")
@@ -140,21 +152,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
     p.add_argument("--json", action="store_true", help="with --dry-run: the planned cells with estimates, as JSON")
+    _add_environment_option(p)
     _add_study_options(p)
     _add_plugin_option(p)
 
     p = sub.add_parser("report", help="build the HTML report (runs the quick suite when given no results)")
     p.add_argument("results", nargs="*", help="results files (.jsonl) or pytest-benchmark JSON (.json)")
     p.add_argument("-o", "--output", help="report folder (default reports/<date-time>/)")
+    p.add_argument("--figures", metavar="DIR",
+                   help="also write every figure as PDF and PNG (matplotlib, paper style) into DIR; "
+                        "needs the extra: pip install 'adcompare[plot]'")
     p.add_argument("--latest", action="store_true",
                    help="report the newest results file in results/ (what `adcompare run` wrote with no -o)")
     _add_run_options(p)
     _add_plugin_option(p)
 
-    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval")
+    p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval",
+                       epilog="exit 0: no regression; 1: with --fail-above, a cell is significantly slower by more "
+                              "than PCT; 2: unusable input (missing file, no timed cell in common)")
     p.add_argument("baseline")
-    p.add_argument("candidate")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("candidate", nargs="?",
+                   help="omit it to compare the environments of one run (--env) with each other")
+    p.add_argument("--baseline-environment", metavar="NAME",
+                   help="with one file: the environment the others are compared with (default: the first --env)")
+    p.add_argument("--json", action="store_true", help="one JSON object per cell, offending cells first")
+    p.add_argument("--fail-above", type=float, metavar="PCT",
+                   help="CI gate: exit 1 when any matching cell is significantly slower by more than PCT percent "
+                        "(bootstrap interval, Holm-corrected rank test, effect > PCT)")
     return parser
 
 

@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 import dataclasses
 import datetime
+import importlib.util
 import json
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from . import display, executors, plugins, provenance, runner, study
+from . import display, environments, executors, plugins, provenance, runner, study
 from .errors import UsageError
 from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
@@ -37,14 +38,31 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     return with_inputs(registry, getattr(args, "inputs", ()), getattr(args, "seed", 0))
 
 
+def _distributions(registry: plugins.Registry) -> list[str]:
+    return [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
+
+
 def _machine(registry: plugins.Registry):
     """This machine's fingerprint, with the versions of every known framework."""
-    return this_machine([d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)])
+    return this_machine(_distributions(registry))
 
 
 def _provenance(registry: plugins.Registry, args: argparse.Namespace) -> dict:
     """This run's header, with the machine fingerprint its records carry."""
     return provenance.collect(args.threads, _machine(registry))
+
+
+def _build_environments(registry, args, header: dict) -> dict[str, environments.Environment]:
+    """The `--env` environments, built or taken from the cache; named in the header with their fingerprints."""
+    specs = environments.parse_options(getattr(args, "env", None) or ())
+    if not specs:
+        return {}
+    built = environments.build_all(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+    host = this_machine(())
+    header["environments"] = {
+        s.name: {**built[s.name].to_json(),
+                 "machine": built[s.name].machine(host, _distributions(registry)).to_json()} for s in specs}
+    return built
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -80,12 +98,19 @@ def _progress_callbacks(total: int, enabled: bool):
 
 
 def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | None, skip=frozenset(),
-             deadline: float | None = None):
+             deadline: float | None = None, envs: dict[str, environments.Environment] | None = None):
+    envs = envs or {}
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
                                 policy={} if time_it else {}, deadline=deadline,
-                                budget=getattr(args, "max_time", None) or "")
+                                budget=getattr(args, "max_time", None) or "",
+                                interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
     bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
-    record = (lambda m: writer.add(labelled(m, registry.problems))) if writer else (lambda m: None)
+    machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()
+                if n != environments.CURRENT} if writer else {}
+    for machine in machines.values():
+        writer.add_machine(machine)
+    record = ((lambda m: writer.add(labelled(environments.stamp(m, machines), registry.problems))) if writer
+              else (lambda m: None))
     on_worker = writer.add_worker if writer else (lambda info: None)
     if bar is not None:
         bar.start()
@@ -110,12 +135,15 @@ def _selection(args: argparse.Namespace, registry: plugins.Registry) -> runner.S
         dtypes = dtypes or ("float64",)
     return runner.Selection(problems=problems, sizes=_split(args.size), operators=_split(args.operator),
                             adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
-                            dtypes=dtypes, tags=_split(args.tag), suite=args.suite)
+                            dtypes=dtypes, tags=_split(args.tag), suite=args.suite,
+                            environments=_split(getattr(args, "environment", None)))
 
 
 def _plan(registry, selection, args):
     limit = int(args.memory_limit * 2**30) if args.memory_limit else None
-    plan = runner.plan(registry, selection, memory_limit=limit)
+    specs = environments.parse_options(getattr(args, "env", None) or ())
+    plan = runner.plan(registry, selection, memory_limit=limit, environments=specs)
+    environments.check_pins(specs, [registry.adapters[a] for a in selection.adapters or registry.adapters])
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:
@@ -130,7 +158,8 @@ def _plan(registry, selection, args):
 def cmd_check(args: argparse.Namespace) -> int:
     registry = _registry(args)
     plan = _plan(registry, _selection(args, registry), args)
-    measurements = _execute(registry, plan, args, time_it=False, writer=None)
+    envs = _build_environments(registry, args, {})
+    measurements = _execute(registry, plan, args, time_it=False, writer=None, envs=envs)
     expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
     if args.json:
         for m in measurements:
@@ -186,24 +215,39 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(json.dumps(study.cells_json(registry, st)))
         else:
             out.print(study.summary(st, args.output or "the results file"), highlight=False)
+        for spec in environments.parse_options(args.env or ()):
+            out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0
     fresh = _output(args)
     if args.executor:
         return executors.run_study(args)
     st, prov = _study(registry, args)
+    envs = _build_environments(registry, args, prov)
     with ResultsWriter(args.output, prov, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
         for m in st.left_out:
             writer.add(m)
-        measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline())
+        measurements = _execute(registry, st.plan, args, time_it=True, writer=writer, deadline=st.deadline(),
+                                envs=envs)
         measurements = [*measurements, *st.left_out]
     display.print_summary(out, measurements)
+    _print_findings(measurements)
     out.print(f"results: {args.output}")
     return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
+
+
+def _print_findings(measurements) -> None:
+    """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
+    from .report.findings import findings, top
+
+    found = findings(measurements)
+    display.print_findings(out, top(found), len(found))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import build
 
+    if args.figures and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--figures needs matplotlib, which is not installed; pip install 'adcompare[plot]'")
     registry = _registry(args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.output or f"reports/{stamp}")
@@ -223,20 +267,47 @@ def cmd_report(args: argparse.Namespace) -> int:
         results = load([path])
     results = replace(results, measurements=tuple(labelled(m, registry.problems) for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
-    index = build(results, out_dir, extra_sections=sections)
+    index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
+    _print_findings(results.measurements)
+    if args.figures:
+        out.print(f"figures (PDF, PNG): {args.figures}")
     out.print(f"report: {index}")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare
+    from .comparison import compare, pair_environments, regressions
+    from .significance import NOISE
 
-    rows = compare(load([args.baseline]), load([args.candidate]))
+    if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
+        raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
+    threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    if args.candidate is None:
+        return _compare_environments(pair_environments(load([args.baseline]), args.baseline_environment,
+                                                       threshold), args)
+    rows = compare(load([args.baseline]), load([args.candidate]), threshold)
     if not rows:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
+    offending = regressions(rows) if args.fail_above is not None else []
+    rows = offending + [r for r in rows if r not in offending]
     if args.json:
         for r in rows:
-            print(json.dumps(r.to_json()))
+            print(json.dumps({**r.to_json(), "regression": r in offending}))
     else:
-        display.print_comparison(out, rows)
-    return 0
+        display.print_comparison(out, rows, offending, args.fail_above)
+    return 1 if offending else 0
+
+
+def _compare_environments(pairs, args: argparse.Namespace) -> int:
+    """One results file over several environments: exit 1 when a derivative differs between releases, or, with
+    --fail-above, when a cell is significantly slower than in the baseline environment by more than PCT."""
+    if not pairs:
+        raise UsageError(f"{args.baseline} holds one environment only; compare two files, or run with two --env")
+    slower = [p for p in pairs if args.fail_above is not None and p.timing is not None
+              and p.timing.difference.significant and p.timing.change > 1]
+    if args.json:
+        for p in pairs:
+            print(json.dumps({**p.to_json(), "regression": p in slower}))
+    else:
+        display.print_environment_pairs(out, pairs)
+    return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0

@@ -1,14 +1,28 @@
-"""`adcompare compare`: per matching cell of two results files, the ratio of medians and whether it is noise.
+"""`adcompare compare`: per matching cell of two results files, the ratio of medians and whether it is noise; or,
+given one file from a run over several environments, each cell in one environment against the same cell in
+the baseline environment, with whether their derivative values agree.
 
-The interval is bootstrap.py's (the report's "no clear winner" uses the same one).
+Which cells match is decided in one place, `pairs` (extend it there to pair on more than the cell). Whether a
+difference is real is significance.py's test (bootstrap interval, Holm-corrected rank test, effect threshold),
+the same one the report ranks with; all matched cells of one compare form one family for Holm's correction.
+`regressions` is the CI gate: cells significantly slower by more than a stated percentage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
-from .bootstrap import Bootstrap, Ratio
-from .cell import Cell
+from .bootstrap import Bootstrap
+from .cell import CURRENT, Cell
+from .check import scaled_error
+from .errors import UsageError
+from .measurement import Measurement
 from .results import Results
+from .significance import NOISE, Difference, judge
+from .status import Status
+
+NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 
 
 @dataclass(frozen=True)
@@ -16,31 +30,144 @@ class ComparisonRow:
     cell: Cell
     baseline: float
     candidate: float
-    ratio: Ratio | None  # candidate ÷ baseline; None when a side has too few samples for an interval
+    difference: Difference  # candidate ÷ baseline
+
+    @property
+    def ratio(self):
+        return self.difference.ratio
+
+    @property
+    def change(self) -> float:
+        return self.candidate / self.baseline
 
     @property
     def verdict(self) -> str:
-        if self.ratio is None:
+        d = self.difference
+        if d.ratio is None:
             return "too few samples to tell"
-        if not self.ratio.clear:
-            return "same (within noise)"
-        return "slower" if self.ratio.ratio > 1 else "faster"
+        if not d.significant:
+            return f"same ({d.reason})"
+        return "slower" if d.ratio.ratio > 1 else "faster"
 
     def to_json(self) -> dict:
-        r = self.ratio
+        r, d = self.ratio, self.difference
         return {"cell": self.cell.to_json(), "key": self.cell.key, "baseline_median": self.baseline,
-                "candidate_median": self.candidate, "ratio": self.candidate / self.baseline,
-                "low": r.low if r else None, "high": r.high if r else None, "verdict": self.verdict}
+                "candidate_median": self.candidate, "ratio": self.change,
+                "low": r.low if r else None, "high": r.high if r else None, "p_value": d.p_value,
+                "p_holm": d.p_holm, "threshold": d.threshold, "significant": d.significant, "verdict": self.verdict}
 
 
-def compare(baseline: Results, candidate: Results) -> list[ComparisonRow]:
-    before = {m.cell.key: m for m in baseline.measurements if m.timing}
-    boot = Bootstrap()
-    rows = []
+def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, Measurement]]:
+    """(baseline, candidate) measurements of the same cell, both timed: the one place cells are matched."""
+    before = {m.cell.key: m for m in baseline.measurements if m.timing and m.timing.samples}
     for m in candidate.measurements:
         a = before.get(m.cell.key)
-        if a is None or m.timing is None:
-            continue
-        ratio = boot.ratio("baseline:" + m.cell.key, a.timing, "candidate:" + m.cell.key, m.timing)
-        rows.append(ComparisonRow(m.cell, a.timing.median, m.timing.median, ratio))
-    return sorted(rows, key=lambda r: r.cell)
+        if a is not None and m.timing is not None and m.timing.samples:
+            yield a, m
+
+
+def compare(baseline: Results, candidate: Results, threshold: float = NOISE) -> list[ComparisonRow]:
+    """One row per matching timed cell, sorted by cell; `threshold` is the effect (fraction) that counts."""
+    boot = Bootstrap()
+    matched = sorted(pairs(baseline, candidate), key=lambda p: p[1].cell)
+    ratios = [(boot.ratio("baseline:" + b.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
+               a.timing.samples, b.timing.samples) for a, b in matched]
+    return [ComparisonRow(b.cell, a.timing.median, b.timing.median, d)
+            for (a, b), d in zip(matched, judge(ratios, threshold))]
+
+
+def regressions(rows: list[ComparisonRow]) -> list[ComparisonRow]:
+    """Cells significantly slower by more than the rows' threshold, worst first."""
+    slow = [r for r in rows if r.difference.significant and r.change > 1]
+    return sorted(slow, key=lambda r: -r.change)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Across environments (one run with several `--env`): the same cell under two framework releases
+
+
+@dataclass(frozen=True)
+class EnvironmentPair:
+    """One cell run in the baseline environment and in another: timing ratio and derivative agreement."""
+
+    baseline: Measurement
+    candidate: Measurement
+    timing: ComparisonRow | None  # None when a side was not timed (failed, unsupported, check only)
+
+    @property
+    def cell(self) -> Cell:
+        """The cell both sides ran, named without an environment."""
+        return replace(self.baseline.cell, environment=CURRENT)
+
+    @property
+    def projection_error(self) -> float | None:
+        """Scaled difference of the two cells' seeded projections (check.py); None when a side has none."""
+        a, b = self.baseline.check, self.candidate.check
+        if a is None or b is None or a.projection is None or b.projection is None:
+            return None
+        return scaled_error(a.projection, b.projection)
+
+    @property
+    def values_agree(self) -> bool | None:
+        error = self.projection_error
+        if error is None:
+            return None
+        return error <= max(self.baseline.check.tolerance, self.candidate.check.tolerance)
+
+    @property
+    def verdict(self) -> str:
+        return self.timing.verdict if self.timing else "not timed in both"
+
+    @property
+    def changed_versions(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The framework versions that differ between the two sides (what the comparison is about)."""
+        b, c = self.baseline.versions, self.candidate.versions
+        names = sorted(n for n in {*b, *c} if b.get(n) != c.get(n))
+        return {n: b.get(n, "absent") for n in names}, {n: c.get(n, "absent") for n in names}
+
+    def to_json(self) -> dict:
+        b, c = self.baseline, self.candidate
+        timing = self.timing.to_json() if self.timing else {}
+        timing.pop("cell", None)
+        timing.pop("key", None)
+        return {"cell": self.cell.to_json(), "baseline_environment": b.cell.environment,
+                "candidate_environment": c.cell.environment, "baseline_versions": b.versions,
+                "candidate_versions": c.versions, "baseline_status": b.status.value,
+                "candidate_status": c.status.value, **timing, "verdict": self.verdict,
+                "projection_error": self.projection_error, "values_agree": self.values_agree}
+
+
+def environment_order(results: Results) -> list[str]:
+    """Environments in the order the run named them (`--env`), then any others in order of appearance."""
+    named = [n for prov in results.provenance for n in (prov.get("environments") or {})]
+    return list(dict.fromkeys([*named, *(m.cell.environment for m in results.measurements)]))
+
+
+def pair_environments(results: Results, baseline: str | None = None,
+                      threshold: float = NOISE) -> list[EnvironmentPair]:
+    """Every cell of the baseline environment (default: the first) paired with the same cell — same problem,
+    size, operator, adapter, variant, device and dtype — in each other environment, on one results set."""
+    order = environment_order(results)
+    if baseline is not None and baseline not in order:
+        raise UsageError(f"--baseline-environment {baseline!r} is not in the results; environments: "
+                         f"{', '.join(order)}")
+    baseline = baseline or (order[0] if order else None)
+    groups: dict[tuple, dict[str, Measurement]] = defaultdict(dict)
+    for m in results.measurements:
+        groups[m.cell.across_environments][m.cell.environment] = m
+    matched = []
+    for group in groups.values():
+        base = group.get(baseline)
+        for name, other in group.items():
+            if base is None or name == baseline or {base.status, other.status} <= NOT_RUN:
+                continue
+            matched.append((base, other))
+    matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
+    # The timed pairs are one family for Holm's correction, as the cells of a two-file compare are.
+    timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
+    boot = Bootstrap()
+    differences = judge([(boot.ratio("baseline:" + a.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
+                          a.timing.samples, b.timing.samples) for a, b in timed], threshold)
+    rows = {id(b): ComparisonRow(b.cell, a.timing.median, b.timing.median, d)
+            for (a, b), d in zip(timed, differences)}
+    return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

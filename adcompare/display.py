@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cell import CURRENT, Cell
 from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
@@ -119,6 +120,11 @@ def _mark(m: Measurement, expected: bool = False) -> str:
     return f"[red]✗ {m.status.value}[/]"
 
 
+def where(cell: Cell) -> str:
+    """The adapter, with its environment when that is not `current` (`run --env`): autograd@old."""
+    return cell.adapter if cell.environment == CURRENT else f"{cell.adapter}@{cell.environment}"
+
+
 def print_check_matrix(console: Console, measurements: Sequence[Measurement],
                        expected: dict[str, str] | None = None) -> None:
     """One table per (problem, size, dtype): operators down, adapter/variant across; then failures, by kind."""
@@ -127,7 +133,7 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
     for m in measurements:
         groups[(m.cell.problem, m.cell.size, m.cell.dtype, m.cell.device)].append(m)
     for (problem, size, dtype, device), ms in sorted(groups.items()):
-        columns = sorted({(m.cell.adapter, m.cell.variant) for m in ms})
+        columns = sorted({(where(m.cell), m.cell.variant) for m in ms})
         ops = [op for op in OPERATORS if any(m.cell.operator == op for m in ms)]
         tol = next((m.check.tolerance for m in ms if m.check), None)
         title = f"{problem} {size} {dtype} {device}" + (f" — tolerance {tol:.0e}" if tol else "")
@@ -135,7 +141,7 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
         t.add_column("operator")
         for a, v in columns:
             t.add_column(f"{a}\n{v}")
-        index = {(m.cell.operator, m.cell.adapter, m.cell.variant): m for m in ms}
+        index = {(m.cell.operator, where(m.cell), m.cell.variant): m for m in ms}
         for op in ops:
             t.add_row(op, *(_mark(index[(op, a, v)], index[(op, a, v)].cell.key in expected)
                             if (op, a, v) in index else "" for a, v in columns))
@@ -161,7 +167,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
         expected = " (expected)" if m.details.get("expected_failure") else ""
-        t.add_row(c.problem, c.size, c.operator, c.adapter, c.variant, c.dtype, c.device,
+        t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
                   f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None),
                   seconds(tm.iqr if tm else None), seconds(tm.compile if tm else None),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
@@ -172,17 +178,67 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 
-def print_comparison(console: Console, rows) -> None:
-    from .bootstrap import METHOD
+def print_comparison(console: Console, rows, offending=(), fail_above: float | None = None) -> None:
+    from .significance import METHOD
 
-    t = Table(title=f"candidate ÷ baseline median; {METHOD}", title_justify="left")
-    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "verdict"):
+    if offending:
+        console.print(f"[bold red]{len(offending)} cell(s) significantly slower by more than {fail_above:g} %:[/]")
+        for r in offending:
+            console.print(f"  [red]{r.cell.id}[/]  ×{r.change:.3f} [{r.ratio.low:.3f}–{r.ratio.high:.3f}]  "
+                          f"{seconds(r.baseline)} → {seconds(r.candidate)}", highlight=False)
+    t = Table(title=f"candidate ÷ baseline median. {METHOD}", title_justify="left")
+    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "p (Holm)", "verdict"):
         t.add_column(col)
     for r in rows:
         style = {"faster": "green", "slower": "red"}.get(r.verdict, "dim")
         interval = f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r.ratio else "—"
-        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.candidate / r.baseline:.3f}",
-                  interval, f"[{style}]{r.verdict}[/]")
+        p = f"{r.difference.p_holm:.2g}" if r.difference.p_holm is not None else "—"
+        t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.change:.3f}",
+                  interval, p, f"[{style}]{r.verdict}[/]")
+    console.print(t)
+    if fail_above is not None and not offending:
+        console.print(f"[green]no cell is significantly slower by more than {fail_above:g} %[/]")
+
+
+def print_findings(console: Console, top, total: int) -> None:
+    """One line per measured seed claim: verdict, seed, what was measured (contradicted first)."""
+    style = {"confirmed": "green", "contradicted": "red", "mixed": "yellow"}
+    if not top:
+        console.print(f"findings: none of the {total} seed claims was measured by this selection "
+                      f"(`adcompare report` runs the quick suite, which measures them)")
+        return
+    console.print(f"[bold]findings[/] ({len(top)} of {total} seed claims measured):")
+    for f in top:
+        console.print(f"  [{style[f.verdict]}]{f.verdict}[/] seed {f.claim.seed} “{f.claim.quote}” — {f.measured}",
+                      highlight=False)
+
+
+def versions_text(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items())) or "—"
+
+
+def print_environment_pairs(console: Console, pairs) -> None:
+    """`adcompare compare` on one run over several environments: each cell under two releases."""
+    from .bootstrap import METHOD
+
+    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {METHOD}; values: the "
+                    f"seeded projections of the two derivatives agree within the cell's tolerance",
+              title_justify="left")
+    for col in ("cell", "baseline", "candidate", "baseline median", "candidate median", "ratio", "95% interval",
+                "verdict", "values"):
+        t.add_column(col)
+    for p in pairs:
+        b, c, r = p.baseline, p.candidate, p.timing
+        before, after = p.changed_versions
+        style = {"faster": "green", "slower": "red"}.get(p.verdict, "dim")
+        values = ("[dim]not checked in both[/]" if p.values_agree is None else "[green]agree[/]" if p.values_agree
+                  else f"[red]differ ({p.projection_error:.1e})[/]")
+        t.add_row(escape(p.cell.id), escape(f"{b.cell.environment} ({versions_text(before)})"),
+                  escape(f"{c.cell.environment} ({versions_text(after)})"),
+                  seconds(r.baseline) if r else b.status.value, seconds(r.candidate) if r else c.status.value,
+                  f"{r.candidate / r.baseline:.3f}" if r else "—",
+                  f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r and r.ratio else "—", f"[{style}]{p.verdict}[/]",
+                  values)
     console.print(t)
 
 

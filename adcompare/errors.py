@@ -26,6 +26,10 @@ class ResultsFileError(UsageError):
     """A file is not adcompare results, or has a schema this version cannot read."""
 
 
+class EnvironmentSetupError(UsageError):
+    """An `--env` option is malformed, or its environment cannot be built (a requirement fails to install)."""
+
+
 class PluginError(AdcompareError):
     """A plugin could not be loaded; recorded against the plugin, the rest keep working."""
 

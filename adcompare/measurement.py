@@ -87,6 +87,7 @@ class Measurement:
     device_name: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     machine: str = ""  # fingerprint id of the machine that measured it (fingerprint.Machine.id); set on writing
+    versions: dict[str, str] = field(default_factory=dict)  # framework versions its worker loaded (worker record)
 
     @property
     def merge_key(self) -> tuple[str, str]:
@@ -109,6 +110,7 @@ class Measurement:
             "device_name": self.device_name,
             "details": self.details,
             "machine": self.machine,
+            "versions": self.versions,
         }
 
     @classmethod
@@ -126,4 +128,5 @@ class Measurement:
             device_name=data.get("device_name", ""),
             details=data.get("details") or {},
             machine=data.get("machine") or "",
+            versions=data.get("versions") or {},
         )

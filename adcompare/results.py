@@ -7,7 +7,9 @@ A truncated last line (a killed run) is dropped with a warning; a file that is n
 newer schema, is refused with one clear line.
 
 Schema history: 1 had no fingerprint (a cell's machine is derived from the file's header on load); 2 adds the
-machine fingerprint to every cell record and to the merge key.
+machine fingerprint to every cell record and to the merge key, and (additive) the framework versions its worker
+loaded (`versions`) and, for a cell of a named environment (`run --env`), `cell.environment` and the header's
+`environments` (requirements, interpreter, installed versions, fingerprint of each).
 """
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .budget import left_out
-from .cell import Cell
+from .cell import CURRENT, Cell
+from .environments import EnvironmentSpec, in_environments
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
 from .operators import OPERATORS, applicable
@@ -45,6 +46,7 @@ class Selection:
     dtypes: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     suite: str = "quick"
+    environments: tuple[str, ...] = ()  # names from `--env` (or "current"), see environments.py
 
 
 @dataclass(frozen=True)
@@ -74,15 +76,17 @@ def _check_names(kind: str, asked: Iterable[str], valid: Iterable[str]) -> None:
             raise unknown(kind, name, valid)
 
 
-def usable_adapters(registry: Registry, asked: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Adapters to run and notes on those left out; raises when a required or named one is unusable."""
+def usable_adapters(registry: Registry, asked: Sequence[str],
+                    elsewhere: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """Adapters to run and notes on those left out; raises when a required or named one is unusable. Adapters in
+    `elsewhere` run in an environment of their own (`--env`), so need not be installed here."""
     _check_names("adapter", asked, registry.adapters)
     required = required_frameworks()
     _check_names("framework in ADCOMPARE_REQUIRE", required, registry.adapters)
     names, notes = [], []
     for name in asked or sorted(registry.adapters):
         avail = registry.adapters[name].available()
-        if avail.installed:
+        if avail.installed or name in elsewhere:
             names.append(name)
         elif name in required:
             raise RequiredFrameworkMissing(f"ADCOMPARE_REQUIRE names {name!r} but {avail.reason}")
@@ -107,15 +111,18 @@ def _size_order(problem: Problem) -> dict[str, int]:
     return {s.label: i for i, s in enumerate(sorted(problem.sizes, key=lambda s: tuple(v for _, v in s.dims)))}
 
 
-def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None) -> Plan:
+def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
+         environments: Sequence[EnvironmentSpec] = ()) -> Plan:
     """The cells to run, and those decided without running (unsupported, or too large for `memory_limit` bytes,
-    default half the machine's memory)."""
+    default half the machine's memory); each once per environment that runs its adapter (environments.py)."""
     if sel.suite not in SUITES:
         raise unknown("suite", sel.suite, SUITES)
     _check_names("operator", sel.operators, OPERATORS)
     _check_names("dtype", sel.dtypes, DTYPES)
     _check_names("device", sel.devices, DEVICES)
-    adapters, notes = usable_adapters(registry, sel.adapters)
+    elsewhere = frozenset(n for n, a in registry.adapters.items()
+                          if any(s.pins(a) for s in environments if s.name != CURRENT))
+    adapters, notes = usable_adapters(registry, sel.adapters, elsewhere)
     all_variants = set(STANDARD_VARIANTS).union(*(registry.adapters[a].variants for a in registry.adapters))
     _check_names("variant", sel.variants, all_variants)
     problems = _problems(registry, sel)
@@ -172,10 +179,16 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None)
                                     continue
                                 cells.append(cell)
 
+    if environments or sel.environments:
+        cells = in_environments(cells, registry.adapters, environments, sel.environments)
+        decided = [replace(m, cell=c) for m in decided
+                   for c in in_environments([m.cell], registry.adapters, environments, sel.environments)]
+
     orders = {p.name: _size_order(p) for p in problems}  # once per problem: the sort key runs once per cell
 
     def order_key(c: Cell):
-        return (c.adapter, c.dtype, c.device, c.problem, c.operator, c.variant, orders[c.problem][c.size])
+        return (c.adapter, c.dtype, c.device, c.environment, c.problem, c.operator, c.variant,
+                orders[c.problem][c.size])
 
     return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
 
@@ -187,6 +200,7 @@ class RunOptions:
     time_it: bool = True
     policy: dict = field(default_factory=dict)
     cache_dir: Path | None = None
+    interpreters: dict[str, str] = field(default_factory=dict)  # environment name → its Python (not `current`)
     deadline: float | None = None  # time.monotonic() after which no cell starts (--max-time)
     budget: str = ""  # the --max-time as typed, for the skipped cells' message
 
@@ -210,14 +224,15 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
             progress(None, m)
     own_cache = options.cache_dir is None  # a per-run compiler cache, removed at the end unless the user gave one
     cache_dir = options.cache_dir or Path(tempfile.mkdtemp(prefix="adcompare-cache-"))
-    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
-            groups[(c.adapter, c.dtype, c.device)].append(c)
+            groups[(c.adapter, c.dtype, c.device, c.environment)].append(c)
     try:
-        for (adapter, dtype, device), cells in groups.items():
+        for (adapter, dtype, device, environment), cells in groups.items():
             worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir,
-                                   inputs=registry.inputs, seed=registry.seed)
+                                   interpreter=options.interpreters.get(environment), inputs=registry.inputs,
+                                   seed=registry.seed)
             with worker:
                 for m in _run_group(worker, cells, options, on_worker, progress):
                     record(m)
@@ -249,8 +264,11 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
                 m = Measurement(cell, Status.CRASHED, str(exc))
             wall = time.perf_counter() - began
             if worker.starts != started and worker.info is not None:
-                on_worker(worker.info)
+                named = cell.environment != CURRENT
+                on_worker({**worker.info, "environment": cell.environment} if named else worker.info)
                 wall -= float(worker.info.get("startup_seconds") or 0.0)
+            if worker.info is not None and not m.versions:
+                m = replace(m, versions=dict(worker.info.get("versions") or {}))
             # The cell's own wall time, worker start-up excluded: what estimate.py learns from on this machine.
             m = replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})
             if m.status is Status.TIMEOUT:

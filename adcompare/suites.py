@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from .cell import Cell
 from .problem import Size, grid
 
+SCALING_N = ("n10", "n100", "n1000", "n10000")
+P_SWEEP = ("n5-p8-o2", "n5-p64-o2", "n5-p512-o2")
+RBF_N = ("n10", "n100", "n1000")
+SWEEP = ("jax:compiled", "tensorflow:compiled", "torch:eager", "autograd:eager")  # the pairs timed at every size
+
 
 @dataclass(frozen=True)
 class SuiteEntry:
@@ -23,11 +28,20 @@ class SuiteEntry:
     sizes: tuple[str, ...]
     operators: tuple[str, ...] | None = None  # None: every applicable operator
     slow_variants: tuple[str, ...] = ()  # operators for which slow variants run too
+    slow_sizes: tuple[str, ...] | None = None  # sizes at which they run (None: every size of the entry)
+    sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
+    others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
 
     def allows(self, cell: Cell, size: Size, slow: bool) -> bool:
-        if cell.problem != self.problem or not (size.source or size.dims_label in self.sizes):
+        label = size.dims_label  # a seeded size matches its dimensions; a file-fed one (size.source) every entry size
+        if cell.problem != self.problem or not (size.source or label in self.sizes):
             return False
         if self.operators is not None and cell.operator not in self.operators:
+            return False
+        if slow and self.slow_sizes is not None and label not in self.slow_sizes:
+            return False
+        if self.sweep is not None and f"{cell.adapter}:{cell.variant}" not in self.sweep \
+                and label not in self.others_at:
             return False
         return not slow or cell.operator in self.slow_variants
 
@@ -35,14 +49,23 @@ class SuiteEntry:
 QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("f_xy", ("n2",), ("hessian",)),
     SuiteEntry("f_r2_r3", ("n2",), ("jacfwd", "jacrev")),
-    SuiteEntry("exp_dot_loss", ("n100",), ("value", "grad", "jvp", "vjp", "jacfwd", "jacrev", "hvp"),
-               slow_variants=("grad", "jacrev")),
-    SuiteEntry("linear_layer", ("n5-p8-o2",), ("jacrev", "vmap_jacrev")),
-    SuiteEntry("linear_layer_rowsum", ("n5-p8-o2",), ("vmap_grad",)),
+    SuiteEntry("exp_dot_loss", ("n100",), ("value", "grad", "jvp", "vjp", "hvp"), slow_variants=("grad",)),
+    # Scaling: seed 001's forward vs reverse over n = 10 … 10⁴ in the compiled variants, torch.func and autograd;
+    # torch.compile (7–16 s a cold compile) and the eager tracers of JAX and TensorFlow at one size.
+    SuiteEntry("exp_dot_loss", SCALING_N, ("jacfwd", "jacrev"), slow_variants=("jacrev",), slow_sizes=("n100",),
+               sweep=SWEEP, others_at=("n100",)),
+    # Seed 000's linear layer over a p sweep, every operator the article timed.
+    SuiteEntry("linear_layer", P_SWEEP, ("jacfwd", "jacrev", "vmap_jacfwd", "vmap_jacrev"), sweep=SWEEP,
+               others_at=P_SWEEP[:1]),
+    SuiteEntry("linear_layer_rowsum", P_SWEEP, ("vmap_grad",), sweep=SWEEP, others_at=P_SWEEP[:1]),
+    # Seed 002's RBF kernel: the Jacobian at one point and mapped over all points, forward vs reverse. Reverse
+    # over the map needs n² VJPs: too large at n = 1000, and a Python loop of them (autograd) only at n = 10.
+    SuiteEntry("rbf_kernel_point", RBF_N, ("jacfwd", "jacrev"), sweep=SWEEP, others_at=("n100",)),
+    SuiteEntry("rbf_kernel_map", RBF_N, ("vmap_jacfwd",), sweep=SWEEP, others_at=("n100",)),
+    SuiteEntry("rbf_kernel_map", RBF_N[:2], ("vmap_jacrev",), sweep=SWEEP[:-1], others_at=("n10",)),
     SuiteEntry("tanh", ("n100",), ("jvp", "vjp")),
     SuiteEntry("control_loop", ("n100",), ("grad",), slow_variants=("grad",)),
     SuiteEntry("control_loop_static", ("n100",), ("grad",)),
-    SuiteEntry("rbf_kernel_map", ("n100",), ("vmap_jacfwd",)),
     SuiteEntry("selu", ("n100",), ("value",)),
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
 )

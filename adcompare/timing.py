@@ -2,19 +2,26 @@
 
 Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 1. first call: one `run(); sync(out)`, timed alone (includes JIT compilation where the framework compiles lazily);
-2. warm-up: calls until `warmup_time` has passed (at least two), so caches and allocators settle;
+2. warm-up: calls until `warmup_time` has passed (at least two, or one that took over `max_time` ÷ 8), so caches
+   and allocators settle;
 3. calibration: `number` calls per block so a block lasts about `block_time` — timer overhead (~0.1 µs) is then
    negligible even for µs-scale cells;
-4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent;
+4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent with at
+   least `min_samples` blocks (the rank test needs them), or `hard_limit` is spent;
    each block yields one per-call sample (block time ÷ number), and a block ten times longer than planned
    shrinks `number` for the rest. The sync is inside every call.
+5. early stop: once at least `min_samples` blocks exist and the median's distribution-free 95 % interval (order
+   statistics of the samples, binomial ranks) lies within ±`precision` of the median, the cell stops before
+   `min_time`: more blocks would not change what the report says, and the quick suite needs the time for sizes.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
 first call minus steady-state median ("first call minus steady state").
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
+from statistics import NormalDist
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +38,42 @@ class TimingPolicy:
     block_time: float = 0.01
     min_time: float = 0.2
     max_time: float = 2.0
-    min_samples: int = 7
+    min_samples: int = 7  # the rank test of significance.py needs ≥ 7 blocks a side to decide at 0.05
     max_number: int = 1_000_000
+    precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
+    hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks
+
+
+@functools.lru_cache(maxsize=None)
+def _median_ranks(n: int, level: float) -> int:
+    """Largest k with P(k < B ≤ n − 1 − k) ≥ level for B ~ binomial(n, ½); exact up to n = 100, the normal
+    approximation above (it runs after every block, so it must stay cheap)."""
+    if n > 100:
+        return max(0, math.floor(n / 2 - NormalDist().inv_cdf((1 + level) / 2) * math.sqrt(n) / 2) - 1)
+    low, below = 0, math.comb(n, 0) / 2 ** n  # below = P(B ≤ low)
+    while low + 1 <= (n - 1) // 2:
+        nxt = below + math.comb(n, low + 1) / 2 ** n
+        if 1 - 2 * nxt < level:  # coverage of the next narrower interval, by symmetry 1 − 2·P(B ≤ k)
+            break
+        low, below = low + 1, nxt
+    return low
+
+
+def median_interval(samples: list[float], level: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval for the median: order statistics x₍ₗ₎, x₍ᵤ₎ with binomial(n, ½) ranks, coverage
+    ≥ `level` (for n = 7 that is the min and the max, 98 %)."""
+    data = sorted(samples)
+    low = _median_ranks(len(data), level)
+    return data[low], data[len(data) - 1 - low]
+
+
+def precise(samples: list[float], policy: TimingPolicy) -> bool:
+    if len(samples) < policy.min_samples:
+        return False
+    data = sorted(samples)
+    mid = data[len(data) // 2] if len(data) % 2 else (data[len(data) // 2 - 1] + data[len(data) // 2]) / 2
+    low, high = median_interval(samples)
+    return mid > 0 and high - mid <= policy.precision * mid and mid - low <= policy.precision * mid
 
 
 def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, float]:
@@ -59,7 +100,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         elapsed = block(1)
         warm += elapsed
         calls += 1
-        if warm > policy.max_time / 4:
+        if warm > policy.max_time / 4 or elapsed > policy.max_time / 8:
             break
     per_call = max(elapsed, 1e-9)
     number = int(min(policy.max_number, max(1, math.ceil(policy.block_time / per_call))))
@@ -74,7 +115,8 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             # Calibration came from one fast warm-up call; resize so the remaining blocks keep to their length.
             number = max(1, int(number * policy.block_time / elapsed))
         enough = spent >= policy.min_time and len(samples) >= policy.min_samples
-        if enough or spent >= policy.max_time:
+        full = len(samples) >= policy.min_samples
+        if enough or (spent >= policy.max_time and full) or spent >= policy.hard_limit or precise(samples, policy):
             break
     timing = Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
                     warmup_calls=calls)

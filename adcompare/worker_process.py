@@ -43,6 +43,12 @@ def worker_environment(threads: int, cache_dir: Path | None) -> dict[str, str]:
     return env
 
 
+# Another environment's Python runs its own adcompare, never a source tree in the working directory, which
+# `python -m` would put first on sys.path (`-c` puts it there as '', which this drops; Python 3.10 has no -P).
+SAFE_PATH_LAUNCH = ("import runpy, sys; sys.path[:] = [p for p in sys.path if p]; "
+                    "runpy.run_module('adcompare.worker', run_name='__main__')")
+
+
 def _signal_name(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -63,6 +69,7 @@ class WorkerProcess:
     inputs: tuple[str, ...] = ()  # --inputs files and --seed, applied to the worker's problems as in the parent
     seed: int = 0
     startup_timeout: float = 300.0
+    interpreter: str | None = None  # the environment's Python (environments.py); None: this interpreter
     info: dict[str, Any] | None = None  # the worker's first record
     starts: int = 0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -78,7 +85,14 @@ class WorkerProcess:
     def start(self) -> dict[str, Any]:
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
-        cmd = [sys.executable, "-m", "adcompare.worker", "--adapter", self.adapter, "--dtype", self.dtype,
+        env = worker_environment(self.threads, self.cache_dir)
+        if self.interpreter:
+            launch = [self.interpreter, "-c", SAFE_PATH_LAUNCH]
+            for name in ("PYTHONPATH", "PYTHONHOME"):  # e.g. an HPC module's site-packages would shadow the env's
+                env.pop(name, None)
+        else:
+            launch = [sys.executable, "-m", "adcompare.worker"]
+        cmd = [*launch, "--adapter", self.adapter, "--dtype", self.dtype,
                "--device", self.device, "--threads", str(self.threads), "--result-fd", str(write_fd)]
         for p in self.plugins:
             cmd += ["--plugin", p]
@@ -87,7 +101,7 @@ class WorkerProcess:
         if self.seed:
             cmd += ["--seed", str(self.seed)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-                                      pass_fds=(write_fd,), env=worker_environment(self.threads, self.cache_dir),
+                                      pass_fds=(write_fd,), env=env,
                                       start_new_session=True)
         os.close(write_fd)
         self._reader, self._buffer = read_fd, b""

@@ -15,7 +15,7 @@ import numpy as np
 from adcompare import Shapes, problem
 
 
-@problem(sizes=[100, 1_000, 10_000], wrt="x1", tags=("tall",), complex_step_safe=True)
+@problem(sizes=[10, 100, 1_000, 10_000], wrt="x1", tags=("tall",), complex_step_safe=True)
 def rbf_kernel_point(x1, /, *, X, xp):
     """k(x₁, X) = exp(−½(−2 x₁ X + (x₁ + X))) w.r.t. the point x₁ ∈ R¹: R¹ → Rⁿ, the thread's `grad_kernel`.
 
@@ -32,7 +32,7 @@ def _(rng, n):
 
 
 @problem(
-    sizes=[100, 1_000, 10_000],
+    sizes=[10, 100, 1_000, 10_000],
     wrt="t",
     batch="X",
     tags=("per-example", "tall"),

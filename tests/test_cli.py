@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,9 @@ def test_run_then_compare(tmp_path, capsys):
             "--variant", "compiled", "--dtype", "float32", "--no-progress", "--threads", "1"]
     assert main(base + ["-o", str(a)]) == 0
     assert main(base + ["-o", str(b)]) == 0
-    capsys.readouterr()
+    printed = capsys.readouterr().out
+    assert "findings: none of the 7 seed claims was measured" in printed  # grad alone tests no seed claim
+    assert printed.index("findings") < printed.index(f"results: {b}")
     assert main(["compare", str(a), str(b), "--json"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert row["low"] <= row["ratio"] <= row["high"] and row["verdict"]
@@ -83,6 +86,40 @@ def test_memory_limit_marks_cells_too_large_before_running(capsys):
     assert main(argv) == 1  # nothing ran, so nothing was checked
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert record["status"] == "too_large" and "exceeds the 0.1 GiB limit" in record["message"]
+
+
+COMPARE = Path(__file__).parent / "fixtures" / "compare"
+
+
+def test_fail_above_fails_on_the_synthetic_slowdown_and_names_it_first(capsys):
+    assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "slowdown.jsonl"),
+                 "--fail-above", "100"]) == 1
+    out = capsys.readouterr().out
+    assert out.index("significantly slower") < out.index("exp_dot_loss-n100-grad-autograd") < out.index("┏")
+    assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "slowdown.jsonl"),
+                 "--fail-above", "100", "--json"]) == 1
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[0]["regression"] and rows[0]["key"] == "exp_dot_loss/n100/grad/autograd/eager/cpu/float32"
+    assert rows[0]["significant"] and rows[0]["low"] > 2 and not any(r["regression"] for r in rows[1:])
+
+
+def test_fail_above_passes_two_honest_runs_of_the_same_cells(capsys):
+    """Two real runs one after the other on a shared machine differ by up to ~1.6× in a cell: the gate's
+    threshold must be above that run-to-run spread (README: use a quiet runner and a threshold to match)."""
+    assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "honest_b.jsonl"),
+                 "--fail-above", "100"]) == 0
+    assert "no cell is significantly slower" in capsys.readouterr().out
+    assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "honest_b.jsonl")]) == 0
+
+
+def test_compare_on_unusable_input_exits_2(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "missing.jsonl"), str(COMPARE / "honest_b.jsonl"),
+                 "--fail-above", "10"]) == 2
+    empty = tmp_path / "other.jsonl"
+    empty.write_text((COMPARE / "honest_a.jsonl").read_text().splitlines()[0] + "\n")
+    assert main(["compare", str(empty), str(COMPARE / "honest_b.jsonl"), "--fail-above", "10"]) == 2
+    assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "honest_b.jsonl"),
+                 "--fail-above", "-5"]) == 2
 
 
 def test_run_labels_expected_failures_and_keeps_wide_tables_in_a_pipe(tmp_path):

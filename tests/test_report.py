@@ -19,7 +19,7 @@ from adcompare.measurement import Timing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 XSS = "<script>alert(1)</script>"
-SECTIONS = ("overview", "summary", "scaling", "forward-reverse", "relative-cost", "compilation", "correctness",
+SECTIONS = ("overview", "findings", "summary", "scaling", "forward-reverse", "relative-cost", "compilation", "correctness",
             "failures", "cells", "method")
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 
@@ -139,7 +139,8 @@ def test_markup_from_problem_names_and_errors_renders_as_text(built):
     assert sum(1 for attrs, _ in page.scripts if attrs.get("type") != "application/json") == 1  # ours only
     assert XSS in page.cells  # the problem name, as a table cell's text
     assert any(XSS in c and "first call: ValueError" in c for c in page.cells)  # the error message
-    drawn = [svg for svg in re.findall(r"<svg\b.*?</svg>", html, flags=re.S) if "alert" in svg]
+    drawn = [svg for svg in re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
+             if "alert" in svg and "heatmap" not in svg]  # the overview heatmap names it in a row: see below
     assert drawn and all(ET.fromstring(svg).find("{http://www.w3.org/2000/svg}text").text.startswith(XSS)
                          for svg in drawn)
     assert f"ran {XSS}" in "".join(page.text)  # the CLI's extra sections are escaped too
@@ -223,6 +224,45 @@ def test_renders_in_headless_chromium_without_console_errors(built, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a blank 1400×2000 page is a few kB
+
+
+def test_overview_heatmap_per_machine_device_dtype_with_linked_tiles(built):
+    _, html, _ = built
+    overview = html[html.index('<section id="overview"'):html.index('<section id="findings"')]
+    maps = re.findall(r'<svg[^>]*class="chart heatmap".*?</svg>', overview, flags=re.S)
+    titles = [ET.fromstring(svg).find("{http://www.w3.org/2000/svg}text").text for svg in maps]
+    assert len(titles) == 3 and any("cuda · float32" in t for t in titles)  # cpu f32, cpu f64, cuda f32
+    links = re.findall(r'<a href="(#filter=[^"]+)"', maps[0])
+    assert links and all("device=" in link and "dtype=" in link for link in links)
+    assert "&lt;script&gt;" in maps[0] and "<script>alert" not in overview  # names are escaped in tiles
+
+
+def test_findings_section_states_each_seed_claim_with_a_verdict(built):
+    _, html, _ = built
+    findings = html[html.index('<section id="findings"'):html.index('<section id="summary"')]
+    for seed in ("000", "001", "002", "004"):
+        assert f"<b>seed {seed}</b>" in findings
+    assert re.search(r'class="finding confirmed"><span class="mark">confirmed</span>\s*<b>seed 001</b>', findings)
+    assert "jacrev beats jacfwd at n1000 by" in findings and "not-measured" in findings
+    assert "Mann–Whitney U" in html and "Holm" in html  # the significance method is printed on the page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`); CI installs it")
+def test_heatmap_tile_opens_its_row_in_the_cell_table(built, tmp_path):
+    index, html, _ = built
+    overview = html[html.index('<section id="overview"'):html.index('<section id="findings"')]
+    link = re.search(r'<a href="(#filter=problem=exp_dot_loss[^"]+operator=jacrev[^"]+)"', overview).group(1)
+    url = index.resolve().as_uri() + link.replace("&amp;", "&")
+    dom = _chromium(tmp_path, url, "--dump-dom")
+    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert dom.returncode == 0 and not console, "\n".join(console) or dom.stderr[-2000:]
+    assert re.search(r'id="cells-count"[^>]*>1 of \d+ cells<', dom.stdout)
+    body = dom.stdout[dom.stdout.index('id="cells-table"'):]
+    rows = re.findall(r'<tr class="linked">(.*?)</tr>', body, flags=re.S)
+    assert len(rows) == 1 and "jacrev" in rows[0] and "exp_dot_loss" in rows[0]
+    shot = tmp_path / "overview.png"
+    assert _chromium(tmp_path, index.resolve().as_uri(), f"--screenshot={shot}").returncode == 0
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_device_peak_memory_is_shown_when_gpu_cells_have_it():

@@ -18,7 +18,7 @@ def test_runs_without_o_each_write_a_new_file_and_report_latest_takes_the_newest
     monkeypatch.chdir(tmp_path)
     assert main(["run", *CELL]) == 0
     assert main(["run", *CELL]) == 0
-    files = sorted((tmp_path / "results").glob("*.jsonl"))
+    files = sorted((tmp_path / "results").glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)  # newest last
     assert len(files) == 2 and all(load([f]).measurements for f in files)
     printed = capsys.readouterr().out
     assert all(f"results: results/{f.name}" in printed for f in files)

@@ -73,23 +73,32 @@ COLUMNS: tuple[Column, ...] = (
     Column("selector", lambda m, jo: m.cell.selector),
 )
 
-_SELECTOR = next(i for i, c in enumerate(COLUMNS) if c.name == "selector")
+ENVIRONMENT = Column("environment", lambda m, jo: m.cell.environment)
+
+
+def columns_for(measurements: Iterable[Measurement]) -> tuple[Column, ...]:
+    """COLUMNS, with an `environment` column after the cell's fields when the cells come from several
+    environments (`run --env`); a run in one environment keeps the table and results.csv it always had."""
+    if len({m.cell.environment for m in measurements}) < 2:
+        return COLUMNS
+    return (*COLUMNS[:len(FIELDS)], ENVIRONMENT, *COLUMNS[len(FIELDS):])
 
 
 def ordered(measurements: Iterable[Measurement]) -> list[Measurement]:
     return sorted(measurements, key=lambda m: (m.cell.problem, sizes.sort_key(m.cell.size),
                                                operator_order(m.cell.operator), m.cell.adapter, m.cell.variant,
-                                               m.cell.device, m.cell.dtype))
+                                               m.cell.device, m.cell.dtype, m.cell.environment))
 
 
-def rows(measurements: Sequence[Measurement], jo: dict[str, float]) -> list[list[str]]:
-    return [[c.value(m, jo) for c in COLUMNS] for m in measurements]
+def rows(measurements: Sequence[Measurement], jo: dict[str, float],
+         columns: Sequence[Column] = COLUMNS) -> list[list[str]]:
+    return [[c.value(m, jo) for c in columns] for m in measurements]
 
 
-def to_csv(table: list[list[str]]) -> str:
+def to_csv(table: list[list[str]], columns: Sequence[Column] = COLUMNS) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # QUOTE_MINIMAL; the page's script quotes the same way
-    writer.writerow([c.name for c in COLUMNS])
+    writer.writerow([c.name for c in columns])
     writer.writerows(table)
     return buffer.getvalue()
 
@@ -128,18 +137,19 @@ def _column(values: list[str]) -> dict[str, Any]:
     return {"dict": list(index), "codes": "".join(spelled[c] for c in codes), "width": width}
 
 
-def payload(table: list[list[str]]) -> str:
+def payload(table: list[list[str]], columns: Sequence[Column] = COLUMNS) -> str:
     """The JSON the page's script reads; safe inside <script> ('<' and '>' and '&' are \\u-escaped)."""
     template = selector_template()
-    columns: list[list[str]] = [[] for _ in COLUMNS]
+    selector = next(i for i, c in enumerate(columns) if c.name == "selector")
+    values: list[list[str]] = [[] for _ in columns]
     for row in table:
         for i, v in enumerate(row):
-            columns[i].append("" if i == _SELECTOR and fill(template, row) == v else v)  # rebuilt by the script
+            values[i].append("" if i == selector and fill(template, row) == v else v)  # rebuilt by the script
     data = {
         "rows": len(table),
-        "columns": [{"name": c.name, "kind": c.kind, "shown": c.shown or (c.shown_when_filled and any(values)),
-                     **_column(values)}
-                    for c, values in zip(COLUMNS, columns)],
+        "columns": [{"name": c.name, "kind": c.kind, "shown": c.shown or (c.shown_when_filled and any(column)),
+                     **_column(column)}
+                    for c, column in zip(columns, values)],
         "alphabet": ALPHABET,
         "fields": list(FIELDS),
         "selector": template,

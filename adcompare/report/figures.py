@@ -14,7 +14,7 @@ from . import relative_cost, sizes
 from .compile_cost import CompileCost
 from .dimensions import Dimensions
 from .summary import entry, operator_order, timed
-from .svgchart import MARKERS, PANEL_H, PANEL_W, LegendItem, Palette, Panel, Series, Style, figure, seconds
+from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style, seconds
 
 DASHES = {"compiled": "", "eager": "5 3"}
 
@@ -46,8 +46,10 @@ def _lines(palette: Palette, cells: Iterable[Measurement], x: Callable[[Measurem
     for label in sorted(groups):
         ms = sorted(groups[label], key=x)
         points = [(x(m), y(m), hover(m)) for m in ms]
-        spread = [(x(m), m.timing.median - m.timing.iqr / 2, m.timing.median + m.timing.iqr / 2) for m in ms] \
-            if band else []
+        # IQR-wide band around the median, floored at the fastest sample: a noisy cell's median − IQR/2 can be
+        # negative, which would force the whole log axis linear.
+        spread = [(x(m), max(m.timing.median - m.timing.iqr / 2, m.timing.min), m.timing.median + m.timing.iqr / 2)
+                  for m in ms] if band else []
         out.append(Series(label, style(palette, ms[0]), points, spread))
     return out
 
@@ -63,7 +65,7 @@ def _title(title: str, axis: sizes.Axis) -> str:
     return f"{title} (slice {axis.caption})" if axis.caption else title
 
 
-def scaling(palette: Palette, title: str, cells: list[Measurement]) -> str | None:
+def scaling(palette: Palette, title: str, cells: list[Measurement]) -> Chart | None:
     """Time vs size, log–log, one panel per operator and one line per adapter/variant (IQR shaded)."""
     axis = sizes.axis(m.cell.size for m in cells)
     by_op: dict[str, list[Measurement]] = defaultdict(list)
@@ -78,13 +80,13 @@ def scaling(palette: Palette, title: str, cells: list[Measurement]) -> str | Non
                         lambda m: f"{entry(m)} {m.cell.size} {seconds(m.timing.median)}", band=True)
         every += series
         panels.append(Panel(op, series, ylabel="seconds per call", yformat=seconds, **_x_axis(axis)))
-    return figure(_title(title, axis), panels, _legend(every), columns=4)
+    return Chart(_title(title, axis), panels, _legend(every), columns=4)
 
 
 FWD_REV = (("jacfwd", "jacrev"), ("vmap_jacfwd", "vmap_jacrev"))
 
 
-def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims: Dimensions) -> str | None:
+def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims: Dimensions) -> Chart | None:
     """Time(forward) ÷ time(reverse) against inputs ÷ outputs; above 1, reverse mode is faster.
 
     Colour and dash say adapter · variant as everywhere; the marker says which problem a point belongs to, since
@@ -120,10 +122,10 @@ def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims
         panels.append(Panel(f"{fwd} ÷ {rev}", series, xlabel="inputs ÷ outputs" + per_example, ylabel="time ratio",
                             hlines=[(1.0, "above: reverse faster")]))
     legend = _legend(every) + [LegendItem(p, Style("#667085", marker=markers[p], line=False)) for p in problems]
-    return figure(title, panels, legend, columns=2)
+    return Chart(title, panels, legend, columns=2)
 
 
-def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[str, float]) -> str | None:
+def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[str, float]) -> Chart | None:
     """J/O against size, one panel per cheap operator, with the cheap-gradient band where it applies."""
     axis = sizes.axis(m.cell.size for m in cells)
     by_op: dict[str, list[Measurement]] = defaultdict(list)
@@ -142,10 +144,10 @@ def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[st
             if op in relative_cost.BOUNDED_OPERATORS else None
         panels.append(Panel(f"{op} ÷ value", series, ylabel="J/O (time ratio)", hlines=[(1.0, "")], hband=band,
                             **_x_axis(axis)))
-    return figure(_title(title, axis), panels, _legend(every), columns=4)
+    return Chart(_title(title, axis), panels, _legend(every), columns=4)
 
 
-def compile_scatter(palette: Palette, title: str, items: list[CompileCost]) -> str | None:
+def compile_scatter(palette: Palette, title: str, items: list[CompileCost]) -> Chart | None:
     """Compile time against steady-state time; diagonals mark compile = k steady-state calls."""
     groups: dict[str, list[CompileCost]] = defaultdict(list)
     for k in items:
@@ -164,4 +166,4 @@ def compile_scatter(palette: Palette, title: str, items: list[CompileCost]) -> s
     panel = Panel("compile time vs steady-state time (largest size of each cell)", series,
                   xlabel="steady-state seconds per call", ylabel="compile seconds", xformat=seconds,
                   yformat=seconds, guides=[(10.0 ** k, f"= {10 ** k:,} calls") for k in (1, 3, 5, 7)])
-    return figure(title, [panel], _legend(series), columns=1, panel_size=(2 * PANEL_W, 1.5 * PANEL_H))
+    return Chart(title, [panel], _legend(series), columns=1, panel_size=(2 * PANEL_W, 1.5 * PANEL_H))

@@ -23,10 +23,10 @@ from typing import Any
 from ..measurement import Measurement, Timing
 from ..results import Results
 from ..status import MEANINGS, Status
-from .. import bootstrap
-from . import cells_table, compile_cost, correctness, figures, relative_cost, summary
+from .. import bootstrap, significance
+from . import cells_table, compile_cost, correctness, environments, figures, findings, heatmap, relative_cost, summary
 from .dimensions import Dimensions
-from .svgchart import Palette
+from .svgchart import Chart, Palette
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
                     "numpy", "adcompare", "git_commit")
@@ -98,7 +98,11 @@ def _memoized(ms: Sequence[Measurement]) -> list[Measurement]:
 @dataclass(frozen=True)
 class Figure:
     title: str
-    svg: str
+    chart: Chart
+
+    @property
+    def svg(self) -> str:
+        return self.chart.svg
 
 
 @dataclass
@@ -151,6 +155,7 @@ def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
         "operators": sorted({m.cell.operator for m in ms}, key=summary.operator_order),
         "devices": distinct("device"),
         "dtypes": distinct("dtype"),
+        "environments": distinct("environment"),  # listed only when several (`run --env`)
         "statuses": [(s, statuses[s], MEANINGS[s]) for s in Status if statuses[s]],
         "emulated": sum(m.support == "emulated" for m in ms),
     }
@@ -177,17 +182,19 @@ def _asset(name: str) -> str:
     return resources.files("adcompare.report").joinpath(name).read_text(encoding="utf-8")
 
 
-def build(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = ()) -> Path:
+def build(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = (),
+          figures_dir: Path | None = None) -> Path:
     """Write `out_dir/index.html` and `out_dir/results.csv` from `results`; return the index.html path.
 
     `extra_sections` are (title, body) pairs appended to the page (e.g. the CLI's run log); bodies are text and
-    are escaped — pass a `markupsafe.Markup` for trusted HTML.
+    are escaped — pass a `markupsafe.Markup` for trusted HTML. `figures_dir`: also write every figure there as
+    PDF and PNG through matplotlib (paper.py).
     """
-    return build_with_timings(results, out_dir, extra_sections)[0]
+    return build_with_timings(results, out_dir, extra_sections, figures_dir)[0]
 
 
-def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = ()
-                       ) -> tuple[Path, dict[str, float]]:
+def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = (),
+                       figures_dir: Path | None = None) -> tuple[Path, dict[str, float]]:
     """`build`, also returning seconds per step (summary, figures, table, render) for benchmarks/report_build.py."""
     clock = Timings()
     out_dir = Path(out_dir)
@@ -212,33 +219,50 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     # apart by the device already).
     shared_device = len({(m.machine, m.cell.device) for m in ms}) > len({m.cell.device for m in ms})
 
+    several_environments = len({m.cell.environment for m in ms}) > 1  # `run --env`: name each in titles
+
     def machine_label(m: Measurement) -> str:
-        return labels.get(m.machine, m.machine) if shared_device else ""
+        label = labels.get(m.machine, m.machine) if shared_device else ""
+        return " · ".join(filter(None, (label, f"environment {m.cell.environment}" if several_environments
+                                        else "")))
+
+    glance = heatmap.heatmaps(ms, machine_label, boot)
+    found = findings.findings(ms, boot)
+    clock.mark("overview")
 
     by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
         by_problem[(m.cell.problem, machine_label(m), m.cell.device, m.cell.dtype)].append(m)
     for (problem, machine, device, dtype), cells in sorted(by_problem.items()):
         title = " · ".join(part for part in (problem, machine, device, dtype) if part)
-        if (svg := figures.scaling(palette, title, cells)) is not None:
-            scaling.append(Figure(title, svg))
-        if (svg := figures.relative(palette, title, cells, jo)) is not None:
-            relative.append(Figure(title, svg))
+        if (chart := figures.scaling(palette, title, cells)) is not None:
+            scaling.append(Figure(title, chart))
+        if (chart := figures.relative(palette, title, cells, jo)) is not None:
+            relative.append(Figure(title, chart))
     for (machine, device, dtype), cells in _per_hardware(ms, machine_label).items():
         title = " · ".join(part for part in (machine, device, dtype) if part)
-        if (svg := figures.forward_reverse(palette, title, cells, dims)) is not None:
-            crossing.append(Figure(title, svg))
+        if (chart := figures.forward_reverse(palette, title, cells, dims)) is not None:
+            crossing.append(Figure(title, chart))
         items = compile_cost.at_largest_size([k for k in compile_items if k.compiled.cell.device == device
                                               and k.compiled.cell.dtype == dtype
                                               and machine_label(k.compiled) == machine])
-        if (svg := figures.compile_scatter(palette, title, items)) is not None:
-            compiling.append(Figure(title, svg))
+        if (chart := figures.compile_scatter(palette, title, items)) is not None:
+            compiling.append(Figure(title, chart))
     clock.mark("figures")
+    if figures_dir is not None:
+        from . import paper  # matplotlib is an optional extra: imported only when figures are asked for
 
-    table = cells_table.rows(ms, jo)
-    csv_text = cells_table.to_csv(table)
+        paper.write([("overview", h) for h in glance] + [
+            (section, f.chart) for section, items in (("scaling", scaling), ("forward-reverse", crossing),
+                                                      ("relative-cost", relative), ("compilation", compiling))
+            for f in items], figures_dir)
+        clock.mark("paper figures")
+
+    columns = cells_table.columns_for(ms)
+    table = cells_table.rows(ms, jo, columns)
+    csv_text = cells_table.to_csv(table, columns)
     (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
-    payload = cells_table.payload(table)
+    payload = cells_table.payload(table, columns)
     clock.mark("table")
 
     context = {
@@ -251,7 +275,12 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "warnings": results.warnings,
         "overview": _overview(ms),
         "summaries": summaries,
+        "heatmaps": glance,
+        "glyphs": heatmap.GLYPHS,
+        "findings": found,
+        "finding_rule": findings.RULE,
         "stats_method": bootstrap.METHOD,
+        "significance_method": significance.METHOD,
         "entry": summary.entry,
         "scaling": scaling,
         "relative": relative,
@@ -269,7 +298,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "colour": palette.colour,
         "adapter_index": {a: i for i, a in enumerate(adapters)},
         "payload": payload,
-        "extra_sections": list(extra_sections),
+        "extra_sections": [*environments.sections(results, seconds), *extra_sections],
         "css": _asset("report.css"),
         "script": _asset("report.js"),
         "csv_bytes": len(csv_text.encode()),

@@ -123,4 +123,15 @@
   }
   filter.addEventListener("input", draw);
   draw();
+
+  // The overview heatmap's tiles link to "#filter=<column=value ...>": show the table filtered to those cells.
+  function follow() {
+    if (location.hash.indexOf("#filter=") !== 0) return;
+    filter.value = decodeURIComponent(location.hash.slice(8));
+    draw();
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) { tr.className = "linked"; });
+    document.getElementById("cells").scrollIntoView();
+  }
+  window.addEventListener("hashchange", follow);
+  follow();
 })();

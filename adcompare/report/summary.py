@@ -2,7 +2,8 @@
 
 Cells compete when they compute the same thing on the same hardware: equal (problem, size, operator, device, dtype)
 and the same machine fingerprint (cells timed on two machines are never ranked against each other).
-Only `ok` cells are ranked — a wrong derivative (mismatch) is not a fast one. Ties are decided by stats.Bootstrap.
+Only `ok` cells are ranked — a wrong derivative (mismatch) is not a fast one. Ties are decided by significance.py
+(bootstrap interval, rank test Holm-corrected over the rivals of one row, effect above the noise threshold).
 """
 from __future__ import annotations
 
@@ -15,16 +16,24 @@ from ..operators import OPERATORS
 from ..status import Status
 from . import sizes
 from ..bootstrap import Bootstrap, Ratio
+from ..significance import Difference, judge
+from ..cell import CURRENT
 
 
 def entry(m: Measurement) -> str:
-    """How an adapter/variant pair is named throughout the page."""
-    return f"{m.cell.adapter} · {m.cell.variant}"
+    """How an adapter/variant pair is named throughout the page (with its environment, if not `current`)."""
+    where = "" if m.cell.environment == CURRENT else f" @{m.cell.environment}"
+    return f"{m.cell.adapter} · {m.cell.variant}{where}"
 
 
 def operator_order(name: str) -> tuple[int, str]:
     order = list(OPERATORS)
     return (order.index(name) if name in order else len(order), name)
+
+
+def sample_key(m: Measurement) -> str:
+    """The bootstrap's cache key for a cell's samples: the same cell timed on two machines has two sets."""
+    return f"{m.machine}:{m.cell.key}"
 
 
 def timed(m: Measurement) -> bool:
@@ -35,6 +44,11 @@ def timed(m: Measurement) -> bool:
 class Rival:
     measurement: Measurement
     ratio: Ratio | None  # vs the fastest; None: too few samples to compare
+    difference: Difference  # the full test (significance.py)
+
+    @property
+    def significant(self) -> bool:
+        return self.difference.significant
 
 
 @dataclass(frozen=True)
@@ -51,8 +65,8 @@ class Verdict:
 
     @property
     def tied(self) -> tuple[Rival, ...]:
-        """Rivals indistinguishable from the fastest: interval contains 1, or too few samples to tell."""
-        return tuple(r for r in self.rivals if r.ratio is None or not r.ratio.clear)
+        """Rivals not significantly slower than the fastest (significance.py), or too few samples to tell."""
+        return tuple(r for r in self.rivals if not r.significant)
 
     @property
     def text(self) -> str:
@@ -86,8 +100,9 @@ def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list
         if not ranked:
             continue
         best = ranked[0]
-        rivals = tuple(Rival(m, bootstrap.ratio(best.cell.key, best.timing, m.cell.key, m.timing))
-                       for m in ranked[1:])
+        ratios = [bootstrap.ratio(sample_key(best), best.timing, sample_key(m), m.timing) for m in ranked[1:]]
+        tests = judge([(r, best.timing.samples, m.timing.samples) for r, m in zip(ratios, ranked[1:])])
+        rivals = tuple(Rival(m, r, d) for m, r, d in zip(ranked[1:], ratios, tests))
         others = tuple(sorted((m for m in members if not timed(m)), key=entry))
         verdicts[key[0]].append(Verdict(*key, fastest=best, rivals=rivals, not_ranked=others))
     out = []

@@ -251,6 +251,21 @@ def _legend(items: Sequence[LegendItem], width: float, top: float) -> tuple[list
     return out, (y - top + 8 if items else 0)
 
 
+@dataclass(frozen=True)
+class Chart:
+    """A figure as data: the page draws it with `figure` (SVG); `adcompare report --figures` with matplotlib."""
+
+    title: str
+    panels: Sequence[Panel]
+    legend: Sequence[LegendItem]
+    columns: int = 3
+    panel_size: tuple[float, float] = (PANEL_W, PANEL_H)
+
+    @property
+    def svg(self) -> str:
+        return figure(self.title, self.panels, self.legend, self.columns, self.panel_size)
+
+
 def figure(title: str, panels: Sequence[Panel], legend: Sequence[LegendItem], columns: int = 3,
            panel_size: tuple[float, float] = (PANEL_W, PANEL_H)) -> str:
     w, h = panel_size
@@ -270,11 +285,13 @@ def figure(title: str, panels: Sequence[Panel], legend: Sequence[LegendItem], co
 
 @dataclass
 class Palette:
-    """Fixed colours for the built-in adapters, then a cycle for third-party ones (stable within a page)."""
+    """Fixed colours for the built-in adapters, then a cycle for third-party ones (stable within a page).
+
+    Okabe & Ito's colour-blind-safe set (the page and the matplotlib figures of paper.py use the same)."""
 
     fixed: dict[str, str] = field(default_factory=lambda: {
-        "jax": "#4C72B0", "torch": "#DD5143", "tensorflow": "#E69F00", "autograd": "#55A868"})
-    spare: tuple[str, ...] = ("#8172B3", "#937860", "#DA8BC3", "#5F6B7A", "#B8A229", "#3AA6C4")
+        "jax": "#0072B2", "torch": "#D55E00", "tensorflow": "#E69F00", "autograd": "#009E73"})
+    spare: tuple[str, ...] = ("#CC79A7", "#56B4E9", "#000000", "#F0E442", "#999999", "#8C564B")
     given: dict[str, str] = field(default_factory=dict)
 
     def colour(self, name: str) -> str:

@@ -1,0 +1,327 @@
+"""Environments: one run over several framework releases (`adcompare run --env NAME=REQUIREMENTS`).
+
+An environment is a virtual environment built once from a list of pip requirements and cached under the user's
+cache directory (`$XDG_CACHE_HOME/adcompare/envs/<hash>`, default `~/.cache/adcompare/envs/<hash>`), the hash taken
+over the requirements, the Python interpreter and adcompare's version. It is isolated from the parent's
+site-packages (no `--system-site-packages`), holds adcompare's core dependencies and the same adcompare source the
+parent runs (reinstalled, without dependencies, whenever that source changes), and is built with the standard
+library's `venv` + pip, or with `uv` when it is on PATH (told never to download an interpreter).
+
+The workers of the adapters whose frameworks an environment pins start from its interpreter; the interpreter
+adcompare runs in is the environment `current`, the default for every adapter no `--env` pins (`--env current`
+adds it for the pinned ones too, to compare the installed release with others).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .adapter import Adapter
+from .cell import CURRENT, Cell
+from .errors import EnvironmentSetupError
+from .fingerprint import Machine
+from .measurement import Measurement
+
+MANIFEST = "adcompare-environment.json"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def normalize(distribution: str) -> str:
+    """PEP 503 name normalization: `Array_API.compat` and `array-api-compat` are one distribution."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What `--env NAME=REQUIREMENTS` asked for: a name and pip requirement strings (whitespace-separated)."""
+
+    name: str
+    requirements: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> "EnvironmentSpec":
+        name, sep, reqs = text.partition("=")
+        name = name.strip()
+        if not sep and name == CURRENT:
+            return cls(CURRENT)
+        if not sep or not _NAME.fullmatch(name):
+            raise EnvironmentSetupError(f"--env {text!r}: expected NAME=REQUIREMENTS, e.g. --env new=\"jax==0.10.2 "
+                                        f"jaxlib==0.10.2\" (NAME: letters, digits, _ . -), or --env current")
+        if name == CURRENT:
+            raise EnvironmentSetupError(f"--env {text!r}: 'current' is the interpreter adcompare runs in and takes no "
+                                        f"requirements; pick another name")
+        requirements = tuple(shlex.split(reqs))
+        if not requirements:
+            raise EnvironmentSetupError(f"--env {text!r}: no requirements; name at least one, "
+                                        f"e.g. {name}=\"jax==0.10.2\"")
+        return cls(name, requirements)
+
+    @property
+    def pinned(self) -> frozenset[str]:
+        """Normalized distribution names the requirements name (`jax[cpu]==0.10` pins `jax`)."""
+        return frozenset(normalize(m.group(1)) for r in self.requirements if (m := _REQUIREMENT_NAME.match(r)))
+
+    def pins(self, adapter: Adapter) -> bool:
+        """Whether this environment runs `adapter`: it pins the adapter's framework (`current` runs every one)."""
+        if self.name == CURRENT:
+            return True
+        return bool(self.pinned & {normalize(d) for d in (adapter.distribution, *adapter.runtime_distributions)})
+
+
+def parse_options(texts: Iterable[str]) -> tuple[EnvironmentSpec, ...]:
+    """The `--env` options, validated: unique names."""
+    specs = tuple(EnvironmentSpec.parse(t) for t in texts)
+    names = [s.name for s in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise EnvironmentSetupError(f"--env {name!r} is given twice; give each environment a different name")
+    return specs
+
+
+def check_pins(specs: Sequence[EnvironmentSpec], adapters: Iterable[Adapter]) -> None:
+    """Every named environment must pin a framework of some adapter, or it would run nothing."""
+    adapters = list(adapters)
+    frameworks = sorted({d for a in adapters for d in (a.distribution, *a.runtime_distributions)})
+    for spec in specs:
+        if spec.name != CURRENT and not any(spec.pins(a) for a in adapters):
+            raise EnvironmentSetupError(f"--env {spec.name!r} pins none of the selected adapters' frameworks "
+                                        f"({', '.join(frameworks)}); add one, "
+                                        f"e.g. {spec.name}=\"{frameworks[0]}==VERSION\"")
+
+
+def in_environments(cells: Sequence[Cell], adapters: dict[str, Adapter], specs: Sequence[EnvironmentSpec],
+                    selected: Sequence[str] = ()) -> list[Cell]:
+    """Each planned cell once per environment that runs its adapter (`current` when none pins it), kept to the
+    environments `selected` (`--environment`) when given."""
+    known = [s.name for s in specs] or [CURRENT]
+    for name in selected:
+        if name not in known and name != CURRENT:
+            raise EnvironmentSetupError(f"--environment {name!r} is not defined in this run (environments: "
+                                        f"{', '.join(dict.fromkeys([CURRENT, *known]))}); define it with "
+                                        f"--env {name}=REQUIREMENTS")
+    out = []
+    for cell in cells:
+        names = [s.name for s in specs if s.pins(adapters[cell.adapter])] or [CURRENT]
+        out += [replace(cell, environment=n) for n in names if not selected or n in selected]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A built environment: its interpreter and the distributions installed in it (name → version)."""
+
+    name: str
+    python: str
+    requirements: tuple[str, ...] = ()
+    installed: dict[str, str] = field(default_factory=dict)
+    path: str = ""
+
+    def machine(self, host: Machine, distributions: Iterable[str]) -> Machine:
+        """The fingerprint of cells run here: the host's hardware with this environment's framework versions."""
+        wanted = {normalize(d) for d in distributions}
+        versions = {d: v for d, v in self.installed.items() if normalize(d) in wanted}
+        return replace(host, frameworks=tuple(sorted(versions.items())))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"python": self.python, "requirements": list(self.requirements), "path": self.path,
+                "installed": self.installed}
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "adcompare" / "envs"
+
+
+def _base_interpreter() -> str:
+    """The interpreter behind this one (a venv's `python` is a link to it): what each environment is built from."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+
+
+def environment_key(spec: EnvironmentSpec) -> str:
+    from . import __version__
+
+    canonical = json.dumps([list(spec.requirements), _base_interpreter(), sys.version, __version__])
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def adcompare_source() -> Path:
+    """The adcompare source tree this process runs (a checkout, installed editable or not)."""
+    import adcompare
+
+    here = Path(adcompare.__file__).resolve().parent.parent
+    candidates = [here]
+    try:
+        direct = importlib.metadata.distribution("adcompare").read_text("direct_url.json")
+        url = json.loads(direct or "{}").get("url", "")
+        if url.startswith("file://"):
+            candidates.append(Path(url[len("file://"):]))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for root in candidates:
+        pyproject = root / "pyproject.toml"
+        if pyproject.is_file() and re.search(r'^name\s*=\s*"adcompare"', pyproject.read_text(), re.M):
+            return root
+    raise EnvironmentSetupError(f"--env installs adcompare's own source into each environment, but none was found "
+                                f"next to {adcompare.__file__}; install adcompare from a source checkout "
+                                f"(pip install -e PATH) to use --env")
+
+
+def source_digest(root: Path) -> str:
+    """A hash of the adcompare source files, so an environment reinstalls adcompare when they change."""
+    h = hashlib.sha256()
+    files = [root / "pyproject.toml", *sorted(p for d in ("adcompare", "adapters", "problems")
+                                              for p in (root / d).rglob("*") if p.is_file()
+                                              and "__pycache__" not in p.parts)]
+    for path in files:
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def core_requirements() -> tuple[str, ...]:
+    """adcompare's own dependencies (numpy, pluggy, rich, jinja2), as its metadata declares them."""
+    try:
+        declared = importlib.metadata.requires("adcompare") or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    return tuple(r.split(";")[0].strip() for r in declared if "extra ==" not in r.replace("'", '"'))
+
+
+@dataclass(frozen=True)
+class Installer:
+    """`uv` when on PATH (much faster), else the standard library's venv + pip. Neither downloads a Python."""
+
+    uv: str | None
+
+    @classmethod
+    def find(cls) -> "Installer":
+        return cls(shutil.which("uv"))
+
+    def create(self, path: Path) -> list[str]:
+        if self.uv:
+            return [self.uv, "venv", "--quiet", "--python", _base_interpreter(), str(path)]
+        return [_base_interpreter(), "-m", "venv", str(path)]
+
+    def install(self, python: Path, args: Sequence[str]) -> list[str]:
+        if self.uv:
+            return [self.uv, "pip", "install", "--quiet", "--python", str(python), *args]
+        return [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args]
+
+    @property
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)  # the parent's path must not leak into the environment being built
+        env.pop("VIRTUAL_ENV", None)
+        env["UV_PYTHON_DOWNLOADS"] = "never"
+        return env
+
+
+def _python(path: Path) -> Path:
+    return path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _first_error(output: str) -> str:
+    """pip's first `ERROR:` line, or uv's `× …` line with the reason under it, as one line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    at = next((i for i, ln in enumerate(lines) if ln.lower().startswith(("error:", "×"))), 0)
+    text = " ".join(lines[at:at + 2]) if lines[at:at + 2] and lines[at].endswith(":") else (lines or [""])[at]
+    return re.sub(r"^(ERROR:|error:|×)\s*|╰─▶\s*", "", text).strip()[:400] or "(no output)"
+
+
+_INSTALLED = ("import importlib.metadata as m, json; "
+              "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}))")
+
+
+def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Installer | None = None,
+          say: Callable[[str], None] = lambda line: None) -> Environment:
+    """The environment for `spec`, built once and reused; raises EnvironmentSetupError (exit 2) when it cannot be."""
+    if spec.name == CURRENT:
+        return current()
+    root = root or cache_root()
+    installer = installer or Installer.find()
+    source = adcompare_source()
+    digest = source_digest(source)
+    path = root / environment_key(spec)
+    manifest = path / MANIFEST
+    if not path.is_dir():
+        say(f"environment {spec.name!r}: building {' '.join(spec.requirements)} in {path}")
+        root.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f"{path.name}.partial-", dir=root))
+        try:
+            _run(spec, installer.create(partial), installer, what="create a virtual environment")
+            _run(spec, installer.install(_python(partial), [*spec.requirements, *core_requirements()]), installer,
+                 what=f"install {' '.join(spec.requirements)}", fix="fix the requirement")
+            if not path.is_dir():  # another run may have finished the same build meanwhile: keep the first
+                partial.rename(path)  # complete or absent: a build killed half-way is never reused
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    data = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    python = _python(path)
+    if data.get("adcompare_source") != digest:
+        _run(spec, installer.install(python, ["--no-deps", "--force-reinstall", str(source)]), installer,
+             what=f"install adcompare from {source}")
+        installed = json.loads(_run(spec, [str(python), "-c", _INSTALLED], installer, what="list its packages"))
+        data = {"requirements": list(spec.requirements), "adcompare_source": digest, "installed": installed}
+        manifest.write_text(json.dumps(data, indent=1, sort_keys=True))
+    return Environment(spec.name, str(python), spec.requirements, dict(data["installed"]), str(path))
+
+
+def describe(spec: EnvironmentSpec) -> str:
+    """For --dry-run: where the environment lives and whether a run would build it first."""
+    if spec.name == CURRENT:
+        return f"this interpreter, {sys.executable}"
+    path = cache_root() / environment_key(spec)
+    state = "cached" if path.is_dir() else "to build"
+    return f"{' '.join(spec.requirements)} ({state}: {path})"
+
+
+def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: str,
+         fix: str = "") -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600,
+                              cwd=tempfile.gettempdir())  # not a source tree: its packages would shadow the env's
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {exc}") from exc
+    if done.returncode != 0:
+        raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {_first_error(done.stderr + done.stdout)}"
+                                    + (f"; {fix}" if fix else ""))
+    return done.stdout
+
+
+def current() -> Environment:
+    """The interpreter adcompare runs in."""
+    installed = {d.metadata["Name"]: d.version for d in importlib.metadata.distributions() if d.metadata["Name"]}
+    return Environment(CURRENT, sys.executable, (), installed, sys.prefix)
+
+
+def build_all(specs: Sequence[EnvironmentSpec], *, say: Callable[[str], None] = lambda line: None
+              ) -> dict[str, Environment]:
+    """Every environment of a run, `current` always among them (adapters no `--env` pins run there)."""
+    built = {CURRENT: current()}
+    for spec in specs:
+        built[spec.name] = build(spec, say=say)
+    return built
+
+
+def stamp(m: Measurement, machines: dict[str, Machine]) -> Measurement:
+    """A cell run in a named environment carries that environment's fingerprint (its framework versions)."""
+    env = m.cell.environment
+    if env == CURRENT or env not in machines or m.machine:
+        return m
+    return replace(m, machine=machines[env].id)

@@ -1,0 +1,213 @@
+"""Findings in words: each seed article's claim (package data, seed_claims.json) against what was measured here.
+
+A claim says one side is faster than others ("exp_dot_loss:jacrev" beats "exp_dot_loss:jacfwd"). For every
+context the results hold both sides in — one machine, device, dtype, adapter and (unless the sides name one)
+variant — the two are compared at the largest size both were timed at, with significance.py's test; contexts that
+did not reach the largest size any context reached are left out (the claims are about large sizes). The claim's
+comparisons are one family for Holm's correction. A `grows` claim compares instead the ratio at the smallest and
+the largest common size (growth counts when the two bootstrap intervals do not overlap).
+
+Verdict: **confirmed** when at least half the comparisons significantly agree and none significantly disagrees;
+**contradicted** when none agrees, or more disagree than agree; **mixed** otherwise; **not measured** when the
+results hold no context with both sides.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+from ..bootstrap import Bootstrap
+from ..measurement import Measurement
+from ..significance import Difference, judge
+from .sizes import sort_key
+from .summary import sample_key, timed
+
+CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
+RULE = ("confirmed: at least half of the comparisons significantly agree and none disagrees; contradicted: none "
+        "agrees, or more disagree than agree; mixed: otherwise; not measured: no context has both sides timed")
+
+
+@dataclass(frozen=True)
+class Claim:
+    seed: str
+    article: str
+    quote: str
+    article_number: str
+    faster: str
+    slower: tuple[str, ...]
+    grows: bool = False
+    first_call: bool = False
+
+    @staticmethod
+    def side(spec: str) -> tuple[str, str, str | None]:
+        parts = spec.split(":")
+        return parts[0], parts[1], parts[2] if len(parts) > 2 else None
+
+    def label(self, spec: str) -> str:
+        """How a side is named in the sentence: the operator, with what differs from the other side."""
+        problem, operator, variant = self.side(spec)
+        problems = {self.side(s)[0] for s in (self.faster, *self.slower)}
+        return " ".join(p for p in ((problem + ":") if len(problems) > 1 else "", operator, variant or "") if p)
+
+
+def claims() -> list[Claim]:
+    data = json.loads(resources.files("adcompare.report").joinpath("seed_claims.json").read_text(encoding="utf-8"))
+    return [Claim(**{**c, "slower": tuple(c["slower"])}) for c in data["claims"]]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    context: str  # "jax · compiled", plus device/dtype/machine where the results hold several
+    slower: str  # side spec
+    size: str  # the size compared (for grows: "smallest → largest")
+    ratio: float  # slower ÷ faster median (for grows: the ratio at the largest size)
+    difference: Difference  # for grows: the largest size's test
+    first_call_ratio: float | None = None
+    small_ratio: float | None = None  # grows: ratio at the smallest size
+    grew: int = 0  # grows: +1 grew beyond both intervals, -1 shrank, 0 neither
+
+    @property
+    def agrees(self) -> int:
+        """+1 significantly as claimed, -1 significantly opposite, 0 not significant."""
+        if self.small_ratio is not None:
+            return self.grew
+        if not self.difference.significant:
+            return 0
+        return 1 if self.ratio > 1 else -1
+
+
+@dataclass(frozen=True)
+class Finding:
+    claim: Claim
+    comparisons: tuple[Comparison, ...]
+
+    @property
+    def verdict(self) -> str:
+        if not self.comparisons:
+            return NOT_MEASURED
+        agree = sum(c.agrees > 0 for c in self.comparisons)
+        disagree = sum(c.agrees < 0 for c in self.comparisons)
+        if agree == 0 or disagree > agree:
+            return CONTRADICTED
+        if disagree == 0 and 2 * agree >= len(self.comparisons):
+            return CONFIRMED
+        return MIXED
+
+    @property
+    def measured(self) -> str:
+        """What was measured, in words with numbers."""
+        c = self.claim
+        if not self.comparisons:
+            sides = ", ".join((c.faster, *c.slower))
+            return f"no context has both sides timed ({sides}); e.g. adcompare run " \
+                   f"--problem {Claim.side(c.faster)[0]}"
+        parts = []
+        for spec in c.slower:
+            mine = [x for x in self.comparisons if x.slower == spec]
+            if not mine:
+                continue
+            if c.grows:
+                items = [f"{_times(x.small_ratio)} → {_times(x.ratio)} ({x.context}{_mark(x)})" for x in mine]
+                parts.append(f"{c.label(spec)} ÷ {c.label(c.faster)} from {mine[0].size}: " + ", ".join(items))
+                continue
+            by_size: dict[str, list[Comparison]] = defaultdict(list)
+            for x in mine:
+                by_size[x.size].append(x)
+            for size, xs in by_size.items():
+                items = []
+                for x in xs:
+                    first = f", first calls {_times(x.first_call_ratio)}" if x.first_call_ratio else ""
+                    items.append(f"{_times(x.ratio)} ({x.context}{first}{_mark(x)})")
+                verb = "beats" if all(x.agrees > 0 for x in xs) else "vs"
+                parts.append(f"{c.label(c.faster)} {verb} {c.label(spec)} at {size} by " + ", ".join(items))
+        return "; ".join(parts)
+
+    @property
+    def text(self) -> str:
+        return f"seed {self.claim.seed}: {self.measured}"
+
+
+def _times(r: float | None) -> str:
+    if r is None or math.isnan(r):
+        return "–"
+    return f"{r:,.0f}×" if r >= 100 else f"{r:.3g}×"
+
+
+def _mark(x: Comparison) -> str:
+    return {1: "", 0: ", not significant", -1: ", opposite"}[x.agrees]
+
+
+Index = dict[tuple[str, ...], Measurement]  # (machine, device, dtype, adapter, variant, problem, operator, size)
+
+
+def timed_index(measurements: Sequence[Measurement]) -> Index:
+    return {(m.machine, m.cell.device, m.cell.dtype, m.cell.adapter, m.cell.variant, m.cell.problem,
+             m.cell.operator, m.cell.size): m for m in measurements if timed(m)}
+
+
+def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
+    fast_problem, fast_op, fast_variant = Claim.side(claim.faster)
+    several = {key[:3] for key in index}
+    fast_cells = [(key, m) for key, m in index.items() if key[5] == fast_problem and key[6] == fast_op
+                  and (not fast_variant or key[4] == fast_variant)]
+    found: list[tuple[dict, object, Sequence[float], Sequence[float]]] = []  # Comparison fields, bootstrap ratio
+    for spec in claim.slower:
+        slow_problem, slow_op, slow_variant = Claim.side(spec)
+        contexts: dict[tuple, dict[str, tuple[Measurement, Measurement]]] = defaultdict(dict)
+        for (machine, device, dtype, adapter, variant, problem, op, size), fast in fast_cells:
+            other_variant = slow_variant or variant
+            slow = index.get((machine, device, dtype, adapter, other_variant, slow_problem, slow_op, size))
+            if slow is not None:
+                ctx = (machine, device, dtype, adapter, None if fast_variant else variant)
+                contexts[ctx][size] = (fast, slow)
+        # The claim is about the largest size measured: contexts timed only at smaller sizes are left out.
+        largest = {ctx: max(by_size, key=sort_key) for ctx, by_size in contexts.items()}
+        top_size = max(largest.values(), key=sort_key, default=None)
+        for ctx, by_size in sorted(contexts.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
+            if largest[ctx] != top_size:
+                continue
+            machine, device, dtype, adapter, variant = ctx
+            label = " · ".join(p for p in (adapter, variant) if p)
+            if len(several) > 1:
+                shared = len({s[:2] for s in several}) > len({s[1] for s in several})  # a device on 2 machines
+                label += f", {device} {dtype}" + (f" on machine {machine}" if shared else "")
+            ordered = sorted(by_size, key=sort_key)
+            if claim.grows and len(ordered) < 2:
+                continue
+            fast, slow = by_size[ordered[-1]]
+            ratio = boot.ratio(sample_key(fast), fast.timing, sample_key(slow), slow.timing)
+            point = slow.timing.median / fast.timing.median
+            if claim.grows:
+                f0, s0 = by_size[ordered[0]]
+                r0 = boot.ratio(sample_key(f0), f0.timing, sample_key(s0), s0.timing)
+                grew = 0
+                if ratio is not None and r0 is not None:
+                    grew = 1 if ratio.low > r0.high else -1 if ratio.high < r0.low else 0
+                fields = dict(size=f"{ordered[0]} to {ordered[-1]}", small_ratio=s0.timing.median / f0.timing.median,
+                              grew=grew)
+            else:
+                first = slow.timing.first_call / fast.timing.first_call if claim.first_call and \
+                    fast.timing.first_call else None
+                fields = dict(size=ordered[-1], first_call_ratio=first)
+            found.append((dict(context=label, slower=spec, ratio=point, **fields), ratio, fast.timing.samples,
+                          slow.timing.samples))
+    tests = judge([(r, a, b) for _, r, a, b in found])
+    comparisons = tuple(Comparison(difference=d, **fields) for (fields, *_), d in zip(found, tests))
+    return Finding(claim, comparisons)
+
+
+def findings(measurements: Sequence[Measurement], boot: Bootstrap | None = None) -> list[Finding]:
+    boot = boot or Bootstrap()
+    wanted = {Claim.side(spec)[0] for c in claims() for spec in (c.faster, *c.slower)}
+    index = timed_index([m for m in measurements if m.cell.problem in wanted])  # the claims' problems only
+    return [evaluate(index, c, boot) for c in claims()]
+
+
+def top(found: Sequence[Finding]) -> list[Finding]:
+    """The findings worth a line in the terminal: every measured one, contradicted first."""
+    order = {CONTRADICTED: 0, MIXED: 1, CONFIRMED: 2}
+    return sorted((f for f in found if f.verdict != NOT_MEASURED), key=lambda f: (order[f.verdict], f.claim.seed))

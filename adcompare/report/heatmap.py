@@ -1,0 +1,246 @@
+"""The overview at a glance: one heatmap per (machine, device, dtype) of time ÷ fastest, on a log colour scale.
+
+Rows are problem · operator at the largest size timed, columns adapter · variant; a tile's colour is its median
+÷ the row's fastest median (colour-blind-safe viridis, light = fastest), its text the ratio or a glyph for a cell
+that has no time: ✗ failed (or crashed, timed out, NaN, mismatch), ⊘ failed as expected (expectations.py),
+– unsupported, · not run (too large, skipped); an emulated cell (a Python loop) has a dotted outline and "~".
+Hovering a tile shows the ratio, its bootstrap interval and the median; clicking it filters the cell table to it.
+
+With many rows (a 10,000-cell run) the tiles are aggregated per problem: the geometric mean of the ratios over
+the problem's operators, linking to the table filtered to that problem and column, so the figure stays readable
+and the page small.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from ..bootstrap import Bootstrap
+from ..expectations import EXPECTED_KEY, expected
+from ..measurement import Measurement
+from ..status import Status
+from . import sizes
+from .summary import entry, operator_order, sample_key, timed
+from .svgchart import CHAR_W, esc, seconds
+
+# viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)
+VIRIDIS = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",
+           "#440154")
+MAX_TILES = 600  # above this many tiles in one heatmap, rows are aggregated per problem
+TILE_W, TILE_H, HEAD_H, LEGEND_H = 62, 20, 70, 46
+GLYPHS = (("✗", "failed, crashed, timed out, NaN or wrong derivative"), ("⊘", "failed as expected (a known limit)"),
+          ("–", "unsupported"), ("·", "not run (too large, skipped)"), ("~", "emulated: a Python loop"))
+NOT_RUN = (Status.TOO_LARGE, Status.SKIPPED)
+
+
+def colour(ratio: float, top: float) -> str:
+    """Colour of `ratio` (≥ 1) on a log scale whose darkest colour is `top`."""
+    t = 0.0 if top <= 1 else min(1.0, max(0.0, math.log10(max(ratio, 1.0)) / math.log10(top)))
+    return VIRIDIS[round(t * (len(VIRIDIS) - 1))]
+
+
+@dataclass(frozen=True)
+class Tile:
+    text: str  # ratio or glyph
+    fill: str
+    hover: str
+    link: str  # the cell-table filter this tile opens
+    emulated: bool = False
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    title: str
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    tiles: dict[tuple[int, int], Tile]
+    top: float  # ratio at the darkest colour
+    aggregated: bool
+
+    @property
+    def svg(self) -> str:
+        return render(self)
+
+
+def _filter(**terms: str) -> str:
+    return "#filter=" + quote(" ".join(f"{k}={v}" for k, v in terms.items() if v), safe="=")
+
+
+def _glyph(m: Measurement) -> tuple[str, str, str] | None:
+    """(glyph, fill, why) for a cell without a time, else None."""
+    if timed(m):
+        return None
+    why = m.details.get(EXPECTED_KEY)  # set by expectations.labelled when the CLI reports
+    if why is None and (known := expected(m.cell, True)) is not None and m.status is known[0]:
+        why = known[1]  # unlabelled results: the table's rules, without the problem's compilable flag
+    if why:
+        return "⊘", "#f3e3e3", f"failed as expected: {why}"
+    if m.status is Status.UNSUPPORTED:
+        return "–", "#eeeeee", f"unsupported: {m.message}"
+    if m.status in NOT_RUN:
+        return "·", "#f6f6f6", f"{m.status.value}: {m.message}"
+    return "✗", "#f4b6b6", f"{m.status.value}: {m.message}"
+
+
+def _largest(cells: Sequence[Measurement]) -> list[Measurement]:
+    """The cells of each problem · operator at its largest size timed (largest size run, when none was timed)."""
+    by_row: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    for m in cells:
+        by_row[(m.cell.problem, m.cell.operator)].append(m)
+    out = []
+    for members in by_row.values():
+        pool = [m for m in members if timed(m)] or members
+        size = max((m.cell.size for m in pool), key=sizes.sort_key)
+        out += [m for m in members if m.cell.size == size]
+    return out
+
+
+def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: str = "") -> Heatmap | None:
+    """The heatmap of one (machine, device, dtype); None when it has no cell."""
+    chosen = _largest(cells)
+    if not chosen:
+        return None
+    columns = tuple(sorted({entry(m) for m in chosen}))
+    rows = sorted({(m.cell.problem, m.cell.operator) for m in chosen}, key=lambda r: (r[0], operator_order(r[1])))
+    fastest: dict[tuple[str, str], Measurement] = {}
+    for m in chosen:
+        key = (m.cell.problem, m.cell.operator)
+        if timed(m) and (key not in fastest or m.timing.median < fastest[key].timing.median):
+            fastest[key] = m
+    ratios = [m.timing.median / fastest[(m.cell.problem, m.cell.operator)].timing.median
+              for m in chosen if timed(m)]
+    top = 10 ** max(1, math.ceil(math.log10(max(ratios, default=10))))
+    if len(rows) * len(columns) > MAX_TILES:
+        return _aggregated(title, chosen, columns, fastest, top, machine)
+    labels = tuple(f"{p} · {op} ({next(m.cell.size for m in chosen if (m.cell.problem, m.cell.operator) == (p, op))})"
+                   for p, op in rows)
+    row_index = {r: i for i, r in enumerate(rows)}
+    col_index = {c: j for j, c in enumerate(columns)}
+    tiles = {}
+    for m in chosen:
+        c = m.cell
+        where = f"{c.problem} · {c.operator} · {c.size} — {entry(m)}"
+        link = _filter(problem=c.problem, size=c.size, operator=c.operator, adapter=c.adapter, variant=c.variant,
+                       device=c.device, dtype=c.dtype, machine=machine and m.machine)
+        glyph = _glyph(m)
+        if glyph is not None:
+            text, fill, why = glyph
+            tile = Tile(text, fill, f"{where}: {why}", link)
+        else:
+            best = fastest[(c.problem, c.operator)]
+            ratio = m.timing.median / best.timing.median
+            interval = ""
+            if m is not best and (r := boot.ratio(sample_key(best), best.timing, sample_key(m), m.timing)) is not None:
+                interval = f" [{r.low:.2f}–{r.high:.2f}]"
+            what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
+            emulated = m.support == "emulated"
+            tile = Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
+                        f"{where}: {what}; median {seconds(m.timing.median)}" + (" (emulated)" if emulated else ""),
+                        link, emulated)
+        tiles[(row_index[(c.problem, c.operator)], col_index[entry(m)])] = tile
+    return Heatmap(title, labels, columns, tiles, top, aggregated=False)
+
+
+def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, ...],
+                fastest: dict[tuple[str, str], Measurement], top: float, machine: str) -> Heatmap:
+    problems = sorted({m.cell.problem for m in chosen})
+    groups: dict[tuple[int, int], list[Measurement]] = defaultdict(list)
+    col_index = {c: j for j, c in enumerate(columns)}
+    row_index = {p: i for i, p in enumerate(problems)}
+    for m in chosen:
+        groups[(row_index[m.cell.problem], col_index[entry(m)])].append(m)
+    tiles = {}
+    for (i, j), members in groups.items():
+        logs = [math.log(m.timing.median / fastest[(m.cell.problem, m.cell.operator)].timing.median)
+                for m in members if timed(m)]
+        bad = sum(1 for m in members if not timed(m))
+        c = members[0].cell
+        link = _filter(problem=c.problem, adapter=c.adapter, variant=c.variant, device=c.device, dtype=c.dtype,
+                       machine=machine and members[0].machine)
+        where = f"{c.problem} — {columns[j]}"
+        if not logs:
+            glyphs = {_glyph(m)[:2] for m in members}  # one kind (all unsupported, say) keeps its glyph
+            text, fill = glyphs.pop() if len(glyphs) == 1 else ("✗", "#f4b6b6")
+            tiles[(i, j)] = Tile(text, fill, f"{where}: no operator timed ({bad} cells: "
+                                 f"{', '.join(sorted({m.status.value for m in members}))})", link)
+            continue
+        mean = math.exp(sum(logs) / len(logs))
+        extra = f", {bad} without a time" if bad else ""
+        tiles[(i, j)] = Tile(ratio_text(mean), colour(mean, top),
+                             f"{where}: geometric mean ×{mean:.3g} vs the fastest over {len(logs)} operators at "
+                             f"their largest size{extra}", link)
+    return Heatmap(title + " (per problem: geometric mean over operators)", tuple(problems), columns, tiles, top,
+                   aggregated=True)
+
+
+def render(h: Heatmap) -> str:
+    label_w = max(80, CHAR_W * max(len(r) for r in h.rows) + 12)
+    longest = CHAR_W * max(len(c) for c in h.columns)
+    overhang = longest * 0.87 - TILE_W / 2  # the last column label, rotated 30°
+    width = max(label_w + TILE_W * len(h.columns) + max(10, overhang), 380)
+    head = max(HEAD_H, round(30 + longest * 0.5 + 10))  # the column labels rise above the tiles, under the title
+    height = head + TILE_H * len(h.rows) + LEGEND_H
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width:.0f} {height}" '
+           f'width="{width:.0f}" height="{height}" role="img" aria-label="{esc(h.title)}">',
+           f'<text class="title" x="10" y="17">{esc(h.title)}</text>']
+    for j, col in enumerate(h.columns):
+        x = label_w + TILE_W * j + TILE_W / 2
+        out.append(f'<text class="tick" transform="translate({x:.0f},{head - 6}) rotate(-30)">{esc(col)}</text>')
+    for i, row in enumerate(h.rows):
+        out.append(f'<text class="tick" x="{label_w - 6:.0f}" y="{head + TILE_H * i + 14}" '
+                   f'text-anchor="end">{esc(row)}</text>')
+    for (i, j), t in sorted(h.tiles.items()):
+        x, y = label_w + TILE_W * j, head + TILE_H * i
+        ink = " dark" if t.fill in VIRIDIS and VIRIDIS.index(t.fill) >= 5 else ""
+        dash = ' stroke="#000" stroke-dasharray="2 2"' if t.emulated else ""
+        out.append(f'<a href="{esc(t.link)}"><rect x="{x:.0f}" y="{y}" width="{TILE_W - 2}" height="{TILE_H - 2}" '
+                   f'fill="{t.fill}"{dash}><title>{esc(t.hover)}</title></rect>'
+                   f'<text x="{x + TILE_W / 2 - 1:.0f}" y="{y + 13}" text-anchor="middle" '
+                   f'class="tile{ink}">{esc(t.text)}</text></a>')
+    out += _legend(h, 10, head + TILE_H * len(h.rows) + 10)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def decade(d: int) -> str:
+    """Tick label of 10^d times: 1×, 10×, 100×, 10³×, …"""
+    return f"{10 ** d:,}×" if d < 3 else f"10{str(d).translate(SUPERSCRIPT)}×"
+
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def ratio_text(r: float) -> str:
+    """A tile's ratio in at most four characters: 1, 2.35, 41.3, 476, 1.3k, 33k."""
+    return f"{r:.3g}" if r < 1000 else f"{r / 1000:.2g}k"
+
+
+def _legend(h: Heatmap, x0: float, y0: float) -> list[str]:
+    out = [f'<text class="tick" x="{x0}" y="{y0 + 12}">time ÷ fastest:</text>']
+    x = x0 + 92
+    decades = int(round(math.log10(h.top)))
+    width = max(120, 40 * decades)
+    step, swatch = width / max(1, decades), width / len(VIRIDIS)
+    for k, fill in enumerate(VIRIDIS):
+        out.append(f'<rect x="{x + k * swatch:.1f}" y="{y0}" width="{swatch + 0.5:.1f}" height="14" fill="{fill}"/>')
+    for d in range(decades + 1):
+        out.append(f'<text class="tick" x="{x + d * step:.0f}" y="{y0 + 26}" text-anchor="middle">'
+                   f'{decade(d)}</text>')
+    return out
+
+
+def heatmaps(ms: Sequence[Measurement], machine_label: Callable[[Measurement], str], boot: Bootstrap
+             ) -> list[Heatmap]:
+    """One heatmap per (machine, device, dtype), in that order."""
+    groups: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
+    for m in ms:
+        groups[(machine_label(m), m.cell.device, m.cell.dtype)].append(m)
+    out = []
+    for (machine, device, dtype), cells in sorted(groups.items()):
+        title = " · ".join(part for part in (machine, device, dtype) if part)
+        if (h := build(title, cells, boot, machine)) is not None:
+            out.append(h)
+    return out

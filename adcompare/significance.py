@@ -1,0 +1,90 @@
+"""When may the page say "A is faster than B"? Three tests must agree, and many comparisons are corrected for.
+
+1. the bootstrap 95 % interval of the ratio of medians excludes 1 (bootstrap.py);
+2. a two-sided Mann–Whitney U rank test on the raw per-block samples of the two cells rejects "same distribution"
+   at ALPHA after Holm's step-down correction over the comparisons asked together (one family: the rivals of one
+   summary row, the cells of one `adcompare compare`, the cells behind one finding);
+3. the effect is above a stated noise threshold: the ratio of medians is beyond 1 ± NOISE (or ± the threshold the
+   caller states, e.g. `compare --fail-above PCT`).
+
+The rank test is SciPy's `mannwhitneyu` (exact p for small samples without ties). When every sample of one cell is
+below every sample of the other, U = 0 and the exact two-sided p is 2 / C(n₁ + n₂, n₁): computed directly, which
+keeps a 10,000-cell report fast. With 7 blocks per cell that p is 0.0006, so a single comparison can be decided;
+a large family (hundreds of cells in one compare) needs more blocks per cell before Holm lets it reject.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import mannwhitneyu
+
+from .bootstrap import Ratio
+
+ALPHA = 0.05
+NOISE = 0.05  # a 5 % difference of medians is within run-to-run variation on a shared machine
+MIN_BLOCKS = 7
+METHOD = (f"\"A is faster than B\" needs all three: the bootstrap 95 % interval of the ratio of medians excludes 1; "
+          f"a two-sided Mann–Whitney U test on the raw per-block samples gives p < {ALPHA} after Holm's correction "
+          f"over the comparisons made together (the rivals in one summary row, the cells of one compare); and the "
+          f"ratio of medians is beyond 1 ± {NOISE:.0%} (the noise threshold). Otherwise: no clear winner")
+
+
+def rank_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann–Whitney U p-value for the per-block samples of two cells."""
+    if max(a) < min(b) or max(b) < min(a):
+        return min(1.0, 2.0 / math.comb(len(a) + len(b), len(a)))
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values (step-down, monotone), in the input order."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One comparison `other ÷ reference` after all three tests."""
+
+    ratio: Ratio | None  # None: a side has too few samples for an interval
+    p_value: float | None  # raw rank-test p
+    p_holm: float | None  # adjusted within its family
+    threshold: float  # the effect a ratio must exceed, as a fraction (0.05 = 5 %)
+
+    @property
+    def significant(self) -> bool:
+        r = self.ratio
+        if r is None or self.p_holm is None or not r.clear or self.p_holm >= ALPHA:
+            return False
+        return r.ratio > 1 + self.threshold or r.ratio < 1 / (1 + self.threshold)
+
+    @property
+    def reason(self) -> str:
+        """Why a difference is not called significant (empty when it is)."""
+        if self.ratio is None or self.p_holm is None:
+            return "too few samples"
+        if not self.ratio.clear:
+            return "interval contains 1"
+        if self.p_holm >= ALPHA:
+            return f"rank test p = {self.p_holm:.2g} after Holm"
+        if not self.significant:
+            return f"effect below {self.threshold:.0%}"
+        return ""
+
+
+def judge(pairs: Sequence[tuple[Ratio | None, Sequence[float], Sequence[float]]],
+          threshold: float = NOISE) -> list[Difference]:
+    """Differences for one family of comparisons (ratio, reference samples, other samples), Holm-corrected together."""
+    raw: list[float | None] = [rank_p(a, b) if r is not None and len(a) >= 2 and len(b) >= 2 else None
+                               for r, a, b in pairs]
+    tested = [i for i, p in enumerate(raw) if p is not None]
+    adjusted = dict(zip(tested, holm([raw[i] for i in tested])))
+    return [Difference(r, raw[i], adjusted.get(i), threshold) for i, (r, _, _) in enumerate(pairs)]

@@ -1,0 +1,101 @@
+"""Findings in words: verdicts computed from results, flipping when the measurements flip (report/findings.py)."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from adcompare.cell import Cell
+from adcompare.measurement import Measurement, Timing
+from adcompare.report.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, claims, findings, top
+from adcompare.status import Status
+
+SEEDS = ("000", "001", "002", "004")
+
+
+def _m(problem, size, operator, adapter, variant, seconds, first=None, n=11, seed=0) -> Measurement:
+    rng = np.random.default_rng(seed)  # the same ±1 % pattern in every cell: ratios of medians are exact
+    samples = tuple(float(v) for v in seconds * np.exp(rng.normal(0, 0.01, n)))
+    timing = Timing(samples, 1, first if first is not None else seconds * 3)
+    return Measurement(Cell(problem, size, operator, adapter, variant, "cpu", "float32"), Status.OK, "", "native",
+                       "", timing, machine="m1")
+
+
+def _seed001(rev_jax: float, rev_torch: float) -> list[Measurement]:
+    return [_m("exp_dot_loss", "n10000", "jacfwd", "jax", "compiled", 0.1, first=0.3),
+            _m("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", rev_jax, first=0.05),
+            _m("exp_dot_loss", "n10000", "jacfwd", "torch", "eager", 0.2),
+            _m("exp_dot_loss", "n10000", "jacrev", "torch", "eager", rev_torch),
+            _m("exp_dot_loss", "n10", "jacrev", "torch", "eager", 1e-5)]  # no jacfwd at n10: not compared
+
+
+def _finding(ms, seed="001", index=0):
+    return [f for f in findings(ms) if f.claim.seed == seed][index]
+
+
+def test_claims_are_package_data_quoted_from_each_seed():
+    data = json.loads(resources.files("adcompare.report").joinpath("seed_claims.json").read_text("utf-8"))
+    assert {c["seed"] for c in data["claims"]} == set(SEEDS)
+    for c in claims():
+        assert c.quote and c.article and c.slower
+        assert not any(k in json.dumps(data["claims"]) for k in ("verdict", "measured"))
+
+
+def test_seed001_confirmed_with_numbers_and_first_call_ratio():
+    f = _finding(_seed001(1e-4, 1e-3))
+    assert f.verdict == CONFIRMED
+    assert "jacrev beats jacfwd at n10000 by 1,000× (jax · compiled, first calls 6×)" in f.measured
+    assert "200× (torch · eager, first calls 200×)" in f.measured
+
+
+def test_seed001_flips_to_contradicted_when_jacrev_is_slower():
+    f = _finding(_seed001(0.5, 0.4))
+    assert f.verdict == CONTRADICTED and "opposite" in f.measured
+
+
+def test_seed001_mixed_when_one_context_disagrees():
+    f = _finding(_seed001(1e-4, 0.4))
+    assert f.verdict == MIXED
+
+
+def test_ties_are_not_confirmations():
+    f = _finding(_seed001(0.1, 0.2))
+    assert f.verdict == CONTRADICTED and f.measured.count("not significant") == 2
+
+
+def test_not_measured_names_what_to_run():
+    f = _finding([_m("selu", "n100", "value", "jax", "eager", 1e-5)])
+    assert f.verdict == NOT_MEASURED and "adcompare run --problem exp_dot_loss" in f.measured
+
+
+def test_compiled_vs_eager_claim_pairs_within_one_adapter():
+    ms = [_m("selu", "n100", "value", "jax", "compiled", 1e-6), _m("selu", "n100", "value", "jax", "eager", 1e-4),
+          _m("selu", "n100", "value", "autograd", "eager", 1e-5)]
+    f = _finding(ms, "004")
+    assert f.verdict == CONFIRMED and "value compiled beats value eager at n100 by 100× (jax)" in f.measured
+
+
+@pytest.mark.parametrize("growth, verdict", [(10.0, CONFIRMED), (0.1, CONTRADICTED)])
+def test_difference_grows_with_p(growth, verdict):
+    ms = []
+    for size, fwd in (("n5-p8-o2", 2e-5), ("n5-p64-o2", 4e-5 * growth ** 0.5), ("n5-p512-o2", 2e-5 * growth)):
+        ms += [_m("linear_layer", size, "jacrev", "jax", "eager", 1e-5),
+               _m("linear_layer", size, "jacfwd", "jax", "eager", fwd)]
+    grows = _finding(ms, "000", 1)
+    assert grows.claim.grows and grows.verdict == verdict
+    assert "from n5-p8-o2 to n5-p512-o2: 2× → " in grows.measured
+
+
+def test_top_lists_measured_findings_contradicted_first():
+    ms = _seed001(0.5, 0.4) + [_m("selu", "n100", "value", "jax", "compiled", 1e-6),
+                                _m("selu", "n100", "value", "jax", "eager", 1e-4)]
+    assert [(f.claim.seed, f.verdict) for f in top(findings(ms))] == [("001", CONTRADICTED), ("004", CONFIRMED)]
+
+
+def test_contexts_that_stop_at_a_smaller_size_do_not_dilute_the_claim():
+    smaller = [_m("exp_dot_loss", "n100", "jacfwd", "jax", "eager", 1e-4),
+               _m("exp_dot_loss", "n100", "jacrev", "jax", "eager", 1e-3)]  # opposite, but only at n100
+    f = _finding(_seed001(1e-4, 1e-3) + smaller)
+    assert f.verdict == CONFIRMED and "jax · eager" not in f.measured

@@ -1,0 +1,63 @@
+"""The overview heatmap (report/heatmap.py): rows at the largest size, ratios to the row's fastest, glyphs, links."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from adcompare.bootstrap import Bootstrap
+from adcompare.cell import Cell
+from adcompare.measurement import Measurement, Timing
+from adcompare.report import heatmap
+from adcompare.status import Status
+
+
+def _m(size, operator, adapter, variant, seconds=None, status=Status.OK, support="native", message=""):
+    timing = Timing(tuple(seconds * (1 + k / 100) for k in range(9)), 1, seconds) if seconds else None
+    return Measurement(Cell("exp_dot_loss", size, operator, adapter, variant, "cpu", "float32"), status, message,
+                       support, "", timing, machine="m1")
+
+
+CELLS = [
+    _m("n10", "jacrev", "jax", "eager", 1e-6),  # smaller size: left out of the overview
+    _m("n1000", "jacrev", "jax", "eager", 1e-4),
+    _m("n1000", "jacrev", "torch", "eager", 1e-3),
+    _m("n1000", "jacrev", "autograd", "eager", 5e-3, support="emulated"),
+    _m("n1000", "jacrev", "autograd", "compiled", status=Status.UNSUPPORTED, message="no compiler"),
+    _m("n1000", "jacrev", "torch", "compiled", status=Status.FAILED, message="boom"),
+    _m("n1000", "jacfwd", "torch", "compiled", status=Status.CRASHED, message="segfault"),  # expected (table)
+    _m("n1000", "jacfwd", "jax", "eager", 2e-3),
+]
+
+
+def test_tiles_ratios_glyphs_and_links():
+    h = heatmap.build("cpu · float32", CELLS, Bootstrap())
+    assert h.rows == ("exp_dot_loss · jacfwd (n1000)", "exp_dot_loss · jacrev (n1000)")
+    assert h.columns == ("autograd · compiled", "autograd · eager", "jax · eager", "torch · compiled",
+                         "torch · eager")
+    jacrev = {h.columns[j]: t for (i, j), t in h.tiles.items() if i == 1}
+    assert jacrev["jax · eager"].text == "1" and "fastest" in jacrev["jax · eager"].hover
+    assert jacrev["torch · eager"].text == "10" and "×10 [" in jacrev["torch · eager"].hover
+    assert "median 1.04 ms" in jacrev["torch · eager"].hover
+    assert jacrev["autograd · eager"].text == "50~" and jacrev["autograd · eager"].emulated
+    assert jacrev["autograd · compiled"].text == "–" and jacrev["torch · compiled"].text == "✗"
+    jacfwd = {h.columns[j]: t for (i, j), t in h.tiles.items() if i == 0}
+    assert jacfwd["torch · compiled"].text == "⊘" and "expected" in jacfwd["torch · compiled"].hover
+    assert jacrev["torch · eager"].link == ("#filter=problem=exp_dot_loss%20size=n1000%20operator=jacrev%20"
+                                            "adapter=torch%20variant=eager%20device=cpu%20dtype=float32")
+    assert jacrev["torch · eager"].fill != jacrev["jax · eager"].fill == heatmap.VIRIDIS[0]
+    svg = ET.fromstring(h.svg)
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}a")) == len(h.tiles)
+
+
+def test_many_rows_aggregate_per_problem(monkeypatch):
+    monkeypatch.setattr(heatmap, "MAX_TILES", 4)
+    h = heatmap.build("cpu · float32", CELLS, Bootstrap())
+    assert h.aggregated and h.rows == ("exp_dot_loss",)
+    tile = next(t for (i, j), t in h.tiles.items() if h.columns[j] == "jax · eager")
+    assert tile.text == "1" and "over 2 operators" in tile.hover  # fastest for jacrev and for jacfwd
+    assert tile.link.endswith("problem=exp_dot_loss%20adapter=jax%20variant=eager%20device=cpu%20dtype=float32")
+
+
+def test_colour_is_logarithmic():
+    assert heatmap.colour(1.0, 100) == heatmap.VIRIDIS[0]
+    assert heatmap.colour(100.0, 100) == heatmap.VIRIDIS[-1]
+    assert heatmap.colour(10.0, 100) in heatmap.VIRIDIS[4:6]

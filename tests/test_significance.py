@@ -1,0 +1,64 @@
+"""significance.py: the rank test against SciPy, Holm's correction, and the three-way rule on samples that flip it."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from adcompare.bootstrap import Bootstrap
+from adcompare.measurement import Timing
+from adcompare.significance import ALPHA, NOISE, holm, judge, rank_p
+
+
+def _timing(samples) -> Timing:
+    return Timing(tuple(float(s) for s in samples), 1, 0.0)
+
+
+def test_separated_samples_use_the_exact_p_that_scipy_computes():
+    a, b = [1.0, 1.1, 1.2, 1.05, 1.15, 1.12, 1.08], [2.0, 2.1, 2.2, 2.05, 2.15, 2.12, 2.08]
+    assert rank_p(a, b) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+    assert rank_p(a, b) == pytest.approx(2 / math.comb(14, 7))
+
+
+def test_overlapping_samples_go_through_scipy():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(10, 1, 15), rng.normal(10.3, 1, 15)
+    assert rank_p(a, b) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def test_holm_is_step_down_and_monotone():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([]) == []
+
+
+def _pair(boot, fast, slow, name):
+    return (boot.ratio(name + "a", _timing(fast), name + "b", _timing(slow)), fast, slow)
+
+
+def test_each_of_the_three_tests_can_veto():
+    rng = np.random.default_rng(0)
+    boot = Bootstrap()
+    base = 1.0 + rng.normal(0, 0.001, 11)
+    clear = _pair(boot, base, base * 1.5, "clear")
+    tiny = _pair(boot, base, base * 1.02, "tiny")  # real but below the noise threshold
+    few = _pair(boot, base[:2], base[:2] * 3, "few")  # too few samples for an interval
+    noisy = rng.lognormal(0, 0.5, 11)
+    overlap = _pair(boot, noisy, noisy[::-1] * 1.1, "overlap")
+    d_clear, d_tiny, d_few, d_overlap = judge([clear, tiny, few, overlap])
+    assert d_clear.significant and d_clear.reason == ""
+    assert d_tiny.ratio.clear and d_tiny.p_holm < ALPHA and not d_tiny.significant
+    assert d_tiny.reason == f"effect below {NOISE:.0%}"
+    assert not d_few.significant and d_few.reason == "too few samples"
+    assert not d_overlap.significant
+
+
+def test_holm_can_turn_a_lone_significant_result_into_noise():
+    """7 vs 7 separated blocks: p = 0.0006 decides alone, but not among 100 comparisons."""
+    boot = Bootstrap()
+    fast = [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06]
+    slow = [s * 1.5 for s in fast]
+    (alone,) = judge([_pair(boot, fast, slow, "x")])
+    assert alone.significant
+    many = judge([_pair(boot, fast, slow, "x")] + [_pair(boot, fast, fast, f"same{i}") for i in range(99)])
+    assert many[0].p_value == alone.p_value and not many[0].significant
+    assert many[0].reason.startswith("rank test p")

@@ -1,0 +1,46 @@
+"""timing.py's stopping rules: the early stop on a precise median, the ≥ 7-block floor, the median interval."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from adcompare.adapter import Prepared
+from adcompare.timing import TimingPolicy, measure, median_interval, precise
+
+
+def _work():
+    return float(np.sum(np.arange(2000.0) ** 2))
+
+
+@pytest.mark.parametrize("n", [7, 8, 10, 15, 20, 31, 50, 100])
+def test_median_interval_ranks_cover_at_least_95_percent(n):
+    low, high = median_interval(list(range(n)))
+    assert low == n - 1 - high  # symmetric ranks
+    assert binom.cdf(high, n, 0.5) - binom.cdf(low, n, 0.5) >= 0.95
+    assert low + 1 > high - 1 or binom.cdf(high - 1, n, 0.5) - binom.cdf(low + 1, n, 0.5) < 0.95  # narrowest
+
+
+@pytest.mark.parametrize("n", [101, 300, 1000, 5000])
+def test_large_samples_use_a_normal_approximation_that_still_covers(n):
+    low, high = median_interval(list(range(n)))
+    assert 0.95 <= binom.cdf(high, n, 0.5) - binom.cdf(low, n, 0.5) < 0.98
+
+
+def test_precise_needs_min_samples_and_a_tight_interval():
+    policy = TimingPolicy(precision=0.02)
+    assert not precise([1.0] * 6, policy)
+    assert precise([1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0], policy)
+    assert not precise([1.0, 1.2, 0.8, 1.0, 1.1, 0.9, 1.0], policy)
+
+
+def test_a_precise_cell_stops_before_min_time_with_seven_blocks():
+    policy = TimingPolicy(warmup_time=0.0, block_time=0.001, min_time=60.0, max_time=120.0, precision=1e6)
+    timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy)
+    assert len(timing.samples) == 7  # any interval is precise enough; the 7-block floor holds
+
+
+def test_without_precision_the_floor_of_seven_blocks_outlasts_max_time():
+    policy = TimingPolicy(warmup_time=0.0, block_time=0.0, min_time=0.0, max_time=0.0, precision=0.0)
+    timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy)
+    assert len(timing.samples) == 7
