@@ -7,6 +7,7 @@ from rich.console import Console
 
 from . import __version__
 from .errors import AdcompareError
+from .suites import SUITE_SUMMARIES, SUITES
 
 EPILOG = """\
 examples:
@@ -14,8 +15,10 @@ examples:
   adcompare list --json > inventory.json
   adcompare check                                  derivatives of the quick suite vs the float64 reference
   adcompare check --adapter torch --problem exp_dot_loss --dtype float32
+  adcompare check --problem gmm --inputs ADBench/data/gmm/test.txt --json   (reference_value: the objective)
   adcompare run -o results.jsonl                   quick suite, timed, appended as cells finish
   adcompare run --suite full --resume -o full.jsonl
+  adcompare run --suite adbench -o adbench.jsonl  ADBench's published sizes, float64
   adcompare run --problem exp_dot_loss --operator jacfwd,jacrev --dry-run
   adcompare run --suite full --dry-run --json     planned cells with estimated seconds and bytes
   adcompare run --suite full --max-time 30m -o full.jsonl   then --resume to continue
@@ -63,8 +66,14 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
                        ("variant", "NAME"), ("device", "cpu|cuda"), ("dtype", "float32|float64"),
                        ("tag", "TAG"), ("environment", "NAME")):
         g.add_argument(f"--{name}", action="append", metavar=meta)
-    g.add_argument("--suite", default="quick", choices=["quick", "full"],
-                   help="quick: small explicit cells (default); full: every size")
+    g.add_argument("--suite", default="quick", choices=SUITES,
+                   help="; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
+    g = p.add_argument_group("inputs (default: generated with seed 0)")
+    g.add_argument("--inputs", action="append", default=[], metavar="PATH",
+                   help="read a problem's inputs from this file (repeatable): ADBench's gmm_d*_K*.txt, "
+                        "ba*_n*_m*_p*.txt, lstm_l*_c*.txt, or GradBench's gmm/lstm input as JSON; its problems "
+                        "then run on the files only, in float64 unless --dtype says otherwise")
+    g.add_argument("--seed", type=int, default=0, help="seed of the generated inputs (labels sizes …-seedN)")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:

@@ -19,8 +19,10 @@ from .comparison import compare, pair_environments, regressions
 from .errors import UsageError
 from .expectations import expected_failure, labelled
 from .fingerprint import this_machine
+from .input_files import check_selected, file_fed, with_inputs
 from .plan import Selection
 from .plan import plan as make_plan
+from .reference import reference_value
 from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from .results import ResultsWriter, finished_keys, load
 from .shards import ShardSpec
@@ -37,7 +39,7 @@ def _registry(args: argparse.Namespace) -> plugins.Registry:
     registry = plugins.load(tuple(args.plugin))
     for b in registry.broken:
         err.print(f"[yellow]plugin {b.name!r} is broken and was skipped:[/] {b.reason}", highlight=False)
-    return registry
+    return with_inputs(registry, getattr(args, "inputs", ()), getattr(args, "seed", 0))
 
 
 def _distributions(registry: plugins.Registry) -> list[str]:
@@ -128,10 +130,15 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v for item in values or () for v in item.split(",") if v)
 
 
-def _selection(args: argparse.Namespace) -> Selection:
-    return Selection(problems=_split(args.problem), sizes=_split(args.size), operators=_split(args.operator),
+def _selection(args: argparse.Namespace, registry: plugins.Registry) -> Selection:
+    problems, dtypes = _split(args.problem), _split(args.dtype)
+    if registry.inputs:  # input files choose their problems and float64 unless told otherwise
+        check_selected(registry, problems)
+        problems = problems or file_fed(registry)
+        dtypes = dtypes or ("float64",)
+    return Selection(problems=problems, sizes=_split(args.size), operators=_split(args.operator),
                      adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
-                     dtypes=_split(args.dtype), tags=_split(args.tag), suite=args.suite,
+                     dtypes=dtypes, tags=_split(args.tag), suite=args.suite,
                      environments=_split(getattr(args, "environment", None)))
 
 
@@ -153,13 +160,15 @@ def _plan(registry, selection, args):
 
 def cmd_check(args: argparse.Namespace) -> int:
     registry = _registry(args)
-    plan = _plan(registry, _selection(args), args)
+    plan = _plan(registry, _selection(args, registry), args)
     envs = _build_environments(registry, args, {})
     measurements = _execute(registry, plan, args, time_it=False, writer=None, envs=envs)
     expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
     if args.json:
         for m in measurements:
-            print(json.dumps({**display.check_record(m), "expected_failure": expected.get(m.cell.key)}))
+            problem = registry.problem(m.cell.problem)
+            print(json.dumps({**display.check_record(m), "expected_failure": expected.get(m.cell.key),
+                              "reference_value": reference_value(problem, problem.size(m.cell.size))}))
     else:
         display.print_check_matrix(out, measurements, expected)
     failed = [m for m in measurements if m.status.is_failure and m.cell.key not in expected]
@@ -177,7 +186,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _study(registry, args) -> tuple[study.Study, dict]:
     """This invocation's study (shard, resume, budget) and the provenance whose fingerprint picks the history."""
-    plan = _plan(registry, _selection(args), args)
+    plan = _plan(registry, _selection(args, registry), args)
     prov = _provenance(registry, args)
     done = frozenset(finished_keys(args.output)) if args.resume else frozenset()
     earlier = sorted(RESULTS_DIR.glob("*.jsonl")) if RESULTS_DIR.is_dir() else []  # this machine's past runs

@@ -18,6 +18,7 @@ from .problem import output_shape
 from .significance import METHOD
 from .status import Status
 from .units import seconds
+from .suites import SUITE_SUMMARIES
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 
@@ -41,7 +42,8 @@ def inventory(registry: Registry, tags: tuple[str, ...] = ()) -> dict[str, Any]:
                          "output_shape_at_smallest": list(output_shape(p, p.smallest_size)),
                          "summary": p.description.splitlines()[0] if p.description else ""})
     broken = [{"name": b.name, "reason": b.reason} for b in registry.broken]
-    return {"adapters": adapters, "problems": problems, "broken_plugins": broken}
+    suites = [{"name": name, "summary": text} for name, text in SUITE_SUMMARIES.items()]
+    return {"adapters": adapters, "problems": problems, "suites": suites, "broken_plugins": broken}
 
 
 def _sizes(labels: list[str]) -> str:
@@ -65,6 +67,13 @@ def print_inventory(console: Console, inv: dict[str, Any]) -> None:
     for p in inv["problems"]:
         t.add_row(p["name"], _sizes(p["sizes"]), ", ".join(p["tags"]),
                   p["wrt"] + (f" / {p['batch']}" if p["batch"] else ""), escape(p["summary"]))
+    console.print(t)
+
+    t = Table(title="Suites (--suite)", title_justify="left")
+    t.add_column("suite")
+    t.add_column("cells", overflow="fold")
+    for s in inv["suites"]:
+        t.add_row(s["name"], escape(s["summary"]))
     console.print(t)
 
     for a in inv["adapters"]:

@@ -84,6 +84,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
                           batch_size=None if inputs.batch is None else inputs.batch.shape[0])
     # Input and output sizes (per example for per-example operators) let the report place forward against
     # reverse mode without the problem installed.
+    details.update(size.provenance())  # the input file and its sha256, or the seed
     details["wrt_size"] = int(inputs.wrt.size)
     details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
     if tuple(result.shape) != tuple(want):

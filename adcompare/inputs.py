@@ -7,12 +7,12 @@ from .adapter import CellInputs
 from .operators import spec
 from .problem import Problem, Size, output_shape
 
-SEED = 0
 VECTOR_SEED = 1234
 
 
-def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: int = SEED) -> CellInputs:
-    """Same seed, same arrays in every worker and on every machine, so cells are comparable."""
+def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: int | None = None) -> CellInputs:
+    """Same seed, same arrays in every worker and on every machine, so cells are comparable (the size's seed or
+    input file unless `seed` is given)."""
     values = problem.inputs(size, dtype, seed)
     wrt = values.pop(problem.wrt)
     op = spec(operator)

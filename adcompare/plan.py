@@ -24,7 +24,7 @@ from .preflight import too_large
 from .problem import DTYPES, Problem
 from .shapes import shapes_of
 from .status import Status
-from .suites import QUICK_DTYPES, SUITES, quick_allows
+from .suites import SUITE_DTYPES, SUITES, allows
 
 __all__ = ["DEVICES", "STANDARD_VARIANTS", "Plan", "Selection", "gpu_present", "plan", "required_frameworks",
            "usable_adapters"]
@@ -128,7 +128,7 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
     all_sizes = {s.label for p in problems for s in p.sizes}
     _check_names("size", sel.sizes, all_sizes)
     devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
-    dtypes = sel.dtypes or (QUICK_DTYPES if sel.suite == "quick" else DTYPES)
+    dtypes = sel.dtypes or SUITE_DTYPES.get(sel.suite, DTYPES)
 
     cells: list[Cell] = []
     decided: list[Measurement] = []
@@ -162,8 +162,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
                             for size in sizes:
                                 cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype)
                                 slow = variant in adapter.slow_variants
-                                if sel.suite == "quick" and not sel.sizes and not quick_allows(
-                                        cell, smallest_size=smallest, slow=slow, builtin=builtin):
+                                if not sel.sizes and not allows(sel.suite, cell, size, smallest_size=smallest,
+                                                                slow=slow, builtin=builtin):
                                     continue
                                 cap = adapter.capability(op, variant)
                                 if not cap.supported:

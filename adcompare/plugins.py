@@ -34,13 +34,16 @@ class BrokenPlugin:
 
 @dataclass(frozen=True)
 class Registry:
-    """Everything the loaded plugins provide; `plugins` are the `--plugin` specs workers must load again."""
+    """Everything the loaded plugins provide; `plugins` are the `--plugin` specs workers must load again, and so
+    are `inputs` and `seed` (`--inputs` files and `--seed`, applied by `input_files.with_inputs`)."""
 
     adapters: Mapping[str, Adapter]
     problems: Mapping[str, Problem]
     broken: tuple[BrokenPlugin, ...]
     plugins: tuple[str, ...]
     manager: pluggy.PluginManager
+    inputs: tuple[str, ...] = ()
+    seed: int = 0
 
     def adapter(self, name: str) -> Adapter:
         if name not in self.adapters:

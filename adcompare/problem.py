@@ -8,10 +8,13 @@ call, and derive arrays that must live on x's device with `zeros_like`/`ones_lik
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import inspect
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -26,13 +29,33 @@ DTYPES = ("float32", "float64")
 
 @dataclass(frozen=True, order=True)
 class Size:
-    """A named set of dimensions, e.g. n=10000 or n=10, p=256, o=5 (order as declared)."""
+    """A named set of dimensions, e.g. n=10000 or n=10, p=256, o=5 (order as declared).
+
+    A size whose inputs are not the seed-0 generated ones says so in its label, so its cells never share a key
+    (resume, merge, reference cache) with generated ones: `seed` appends `-seed7`; an input file (`source`, read
+    by the problem's `@<name>.reads` reader) appends the file's stem and the first 12 hex digits of its sha256.
+    """
 
     dims: tuple[tuple[str, int], ...]
+    seed: int = 0
+    source: str = ""  # path of the input file the inputs are read from ("" when generated)
+    sha256: str = ""  # of that file, checked again whenever it is read
+
+    @property
+    def dims_label(self) -> str:
+        return "-".join(f"{k}{v}" for k, v in self.dims)
 
     @property
     def label(self) -> str:
-        return "-".join(f"{k}{v}" for k, v in self.dims)
+        if self.source:
+            return f"{self.dims_label}-{Path(self.source).stem}-{self.sha256[:12]}"
+        return self.dims_label + (f"-seed{self.seed}" if self.seed else "")
+
+    def provenance(self) -> dict[str, Any]:
+        """Where the inputs came from, recorded with every measurement of this size."""
+        if self.source:
+            return {"inputs_file": self.source, "inputs_sha256": self.sha256}
+        return {"inputs_seed": self.seed}
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.dims)
@@ -58,6 +81,7 @@ class Problem:
     sizes: tuple[Size, ...]
     generator: Callable[..., Mapping[str, np.ndarray]]
     tags: tuple[str, ...] = ()
+    reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]] | None = None  # input files
     description: str = ""
     operators: tuple[str, ...] | None = None  # None: every operator the output shape admits
     complex_step_safe: bool = False
@@ -81,10 +105,13 @@ class Problem:
                 return s
         raise unknown(f"size of problem {self.name!r}", label, [s.label for s in self.sizes])
 
-    def inputs(self, size: Size, dtype: str, seed: int = 0) -> dict[str, np.ndarray]:
-        """The seeded inputs at `size`; floating arrays cast to `dtype`, others untouched."""
-        rng = np.random.default_rng(seed)
-        raw = self.generator(rng, **size.as_dict())
+    def inputs(self, size: Size, dtype: str, seed: int | None = None) -> dict[str, np.ndarray]:
+        """The inputs at `size`, seeded (`seed`, default the size's) or read from its file; floating arrays cast to
+        `dtype`, others untouched."""
+        if size.source:
+            raw = read_input_file(self, size.source, size.sha256)[1]
+        else:
+            raw = self.generator(np.random.default_rng(size.seed if seed is None else seed), **size.as_dict())
         return {k: _cast(v, dtype) for k, v in raw.items()}
 
     def bind(self, xp: ModuleType, constants: Mapping[str, Any]) -> Callable[..., Any]:
@@ -117,6 +144,26 @@ class Problem:
         return lambda w: call({wrt: w, **constants})
 
 
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def read_input_file(problem: Problem, path: str, sha256: str) -> tuple[dict[str, int], Mapping[str, np.ndarray]]:
+    """(dims, inputs) from `problem`'s reader, once per file and process; `sha256` guards against a file that
+    changed since its cells were planned. Raises OSError or ValueError (the reader's reason)."""
+    if problem.reader is None:
+        raise ValueError(f"problem {problem.name!r} reads no input files")
+    actual = file_sha256(path)
+    if sha256 and actual != sha256:
+        raise ValueError(f"{path} changed since it was planned (sha256 {actual[:12]}, expected {sha256[:12]})")
+    return problem.reader(path)
+
+
 def _positional_only(fn: Callable[..., Any]) -> tuple[str, ...]:
     params = inspect.signature(fn).parameters.values()
     return tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
@@ -137,6 +184,7 @@ class ProblemDefinition:
         self.options = options
         self.generator: Callable[..., Mapping[str, np.ndarray]] | None = None
         self.shape_function: Callable[..., Shapes] | None = None
+        self.reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]] | None = None
         self.__doc__ = function.__doc__
         self.__name__ = options["name"]
         self.__wrapped__ = function
@@ -178,6 +226,12 @@ class ProblemDefinition:
                 f"problem {name!r}: {role} lacks the size argument(s) {sorted(missing)}; add them to its parameters"
             )
 
+    def reads(self, reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]]):
+        """Register an input-file reader `(path) -> (dims, {argument: ndarray})` for `--inputs PATH`: dims name
+        the same dimensions as the sizes; a file it cannot read raises ValueError with the reason."""
+        self.reader = reader
+        return reader
+
     def build(self) -> Problem:
         name = self.__name__
         if self.generator is None:
@@ -193,6 +247,7 @@ class ProblemDefinition:
             sizes=o["sizes"],
             generator=self.generator,
             tags=o["tags"],
+            reader=self.reader,
             description=inspect.cleandoc(self.function.__doc__ or ""),
             operators=o["operators"],
             complex_step_safe=o["complex_step_safe"],

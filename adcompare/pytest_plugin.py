@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import pytest
 
+from adcompare.suites import SUITE_SUMMARIES, SUITES
+
 PLUGINS_INI = "adcompare_plugins"
 
 
@@ -30,8 +32,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                             ("variants", "variants"), ("dtypes", "dtypes"), ("sizes", "size labels")):
         group.addoption(f"--adcompare-{name}", default="", metavar="A,B",
                         help=f"comma-separated {help_text} for the benchmark matrix (default: all)")
-    group.addoption("--adcompare-suite", default="quick", choices=["quick", "full"],
-                    help="which suite the benchmark matrix covers (default: quick)")
+    group.addoption("--adcompare-suite", default="quick", choices=SUITES,
+                    help="which suite the benchmark matrix covers (default: quick): "
+                         + "; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
     group.addoption("--adcompare-plugin", action="append", default=[], metavar="PATH_OR_MODULE",
                     help=f"load problems or adapters from a file or module (repeatable; adds to the "
                          f"'{PLUGINS_INI}' ini option)")

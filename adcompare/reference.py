@@ -29,6 +29,7 @@ a worker checks against the same reference, computed once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 import time
@@ -482,6 +483,16 @@ def _verify_finite(problem: Problem, label: str, operator: str, ref: Reference) 
         raise ReferenceError(f"problem {problem.name!r} at {label}: the float64 reference for {operator!r} "
                              f"({ref.method}) is not finite; the function is not differentiable or not finite "
                              f"near the seeded point — change its inputs generator")
+
+
+@functools.lru_cache(maxsize=64)
+def reference_value(problem: Problem, size: Size) -> float | None:
+    """f(x) in float64 at the size's own inputs (the file's numbers, not rounded to a cell's dtype), for a
+    scalar-valued problem; None otherwise. What a user holds against a published objective value."""
+    inputs = problem.inputs(size, "float64")
+    w = inputs.pop(problem.wrt)
+    value = np.asarray(problem.bind(np, inputs)(w))
+    return float(value) if value.shape == () else None
 
 
 def clear_cache() -> None:

@@ -59,7 +59,8 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
     try:
         for (adapter, dtype, device, environment), cells in groups.items():
             worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir,
-                                   interpreter=options.interpreters.get(environment))
+                                   interpreter=options.interpreters.get(environment), inputs=registry.inputs,
+                                   seed=registry.seed)
             with worker:
                 for m in _run_group(worker, cells, options, on_worker, progress):
                     record(m)

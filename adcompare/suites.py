@@ -1,17 +1,21 @@
 """Named suites. `quick` is an explicit list of small cells covering every operator family and adapter; `full`
-is every size of every problem.
+is every size of every problem; `adbench` is ADBench's published benchmarks (GMM, BA, LSTM at the sizes and with
+the operators of ADBench's plots, float64, every variant), whose cells compare with ADBench's and GradBench's.
 
 The quick suite runs float32 unless dtypes are asked for, keeps slow variants (an adapter's `slow_variants`, e.g.
 torch.compile at ~7–16 s per cold compile) to the operators listed with them, and leaves out built-in problems it
-does not list. A problem from a plugin that the suite does not list runs at its smallest size.
+does not list. A problem from a plugin that the suite does not list runs at its smallest size (quick) or not at
+all (adbench). Sizes are matched on their dimensions, so `--seed` keeps a suite's cells. A size read from an input
+file (`--inputs`) was chosen explicitly, like `--size`: every suite runs it with every operator and variant, except
+`adbench`, which keeps to its operators.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .cell import Cell
+from .problem import Size, grid
 
-QUICK_DTYPES = ("float32",)
 SCALING_N = ("n10", "n100", "n1000", "n10000")
 P_SWEEP = ("n5-p8-o2", "n5-p64-o2", "n5-p512-o2")
 RBF_N = ("n10", "n100", "n1000")
@@ -28,15 +32,16 @@ class SuiteEntry:
     sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
     others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
 
-    def allows(self, cell: Cell, slow: bool) -> bool:
-        if cell.problem != self.problem or cell.size not in self.sizes:
+    def allows(self, cell: Cell, size: Size, slow: bool) -> bool:
+        label = size.dims_label  # a seeded size matches its dimensions; a file-fed one (size.source) every entry size
+        if cell.problem != self.problem or not (size.source or label in self.sizes):
             return False
         if self.operators is not None and cell.operator not in self.operators:
             return False
-        if slow and self.slow_sizes is not None and cell.size not in self.slow_sizes:
+        if slow and self.slow_sizes is not None and label not in self.slow_sizes:
             return False
         if self.sweep is not None and f"{cell.adapter}:{cell.variant}" not in self.sweep \
-                and cell.size not in self.others_at:
+                and label not in self.others_at:
             return False
         return not slow or cell.operator in self.slow_variants
 
@@ -65,11 +70,47 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
 )
 
-SUITES = ("quick", "full")
+# ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and
+# the operators its tools time: objective and gradient; for BA the objective and the p dense 3 × 15 Jacobian
+# blocks. gmm_posterior is GradBench's gmm at GradBench's default grid (d and K as ADBench's but K ≤ 100, n = 1000).
+def _labels(**axes) -> tuple[str, ...]:
+    return tuple("-".join(f"{k}{v}" for k, v in dims.items()) for dims in grid(**axes))
 
 
-def quick_allows(cell: Cell, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
+ADBENCH_BA = ((49, 7776, 31843), (21, 11315, 36455), (161, 48126, 182072), (372, 47423, 204472),
+              (257, 65132, 225911), (539, 65220, 277273), (93, 61203, 287451), (88, 64298, 383937),
+              (810, 88814, 393775), (1197, 126327, 563734), (1723, 156502, 678718), (253, 163691, 899155),
+              (245, 198739, 1091386), (356, 226730, 1255268), (1102, 780462, 4052340), (1544, 942409, 4750193),
+              (1778, 993923, 5001946), (1936, 649673, 5213733), (4585, 1324582, 9125125),
+              (13682, 4456117, 2987644))  # ba1 … ba20 as (n, m, p)
+ADBENCH: tuple[SuiteEntry, ...] = (
+    SuiteEntry("gmm", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100, 200], n=[1_000, 10_000]),
+               ("value", "grad"), slow_variants=("value", "grad")),
+    SuiteEntry("gmm_posterior", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100], n=[1_000]),
+               ("value", "grad"), slow_variants=("value", "grad")),
+    SuiteEntry("bundle_adjustment", tuple(f"n{n}-m{m}-p{p}" for n, m, p in ADBENCH_BA),
+               ("value", "vmap_jacfwd", "vmap_jacrev"), slow_variants=("value", "vmap_jacfwd", "vmap_jacrev")),
+    SuiteEntry("lstm", _labels(l=[2, 4], c=[1024, 4096], b=[14]), ("value", "grad"),
+               slow_variants=("value", "grad")),
+)
+
+SUITE_SUMMARIES = {
+    "quick": "small explicit cells covering every operator family, float32 (the default)",
+    "full": "every size of every problem, both dtypes",
+    "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
+               "gmm log posterior; objective and gradient/Jacobian, float64",
+}
+SUITES = tuple(SUITE_SUMMARIES)
+SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtypes; `full`: every dtype
+
+
+def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
+    """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants)."""
+    if suite == "full" or size.source and suite != "adbench":
+        return True
+    if suite == "adbench":
+        return any(e.allows(cell, size, slow) for e in ADBENCH)
     entries = [e for e in QUICK if e.problem == cell.problem]
     if not entries:
-        return not builtin and cell.size == smallest_size and not slow
-    return any(e.allows(cell, slow) for e in entries)
+        return not builtin and size.label == smallest_size and not slow
+    return any(e.allows(cell, size, slow) for e in entries)

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from . import plugins
 from .execution import ExecutionOptions, describe_exception, run_cell
+from .input_files import with_inputs
 from .measurement import Measurement
 from .protocol import CellRecord, Request, WorkerInfo, send
 from .status import Status
@@ -33,10 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--result-fd", type=int, required=True)
     parser.add_argument("--plugin", action="append", default=[])
+    parser.add_argument("--inputs", action="append", default=[])
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     out = os.fdopen(args.result_fd, "w")
 
-    registry = plugins.load(tuple(args.plugin))
+    registry = with_inputs(plugins.load(tuple(args.plugin)), args.inputs, args.seed)
     adapter = registry.adapter(args.adapter)
     unavailable = None
     try:

@@ -67,6 +67,8 @@ class WorkerProcess:
     threads: int
     plugins: tuple[str, ...] = ()
     cache_dir: Path | None = None
+    inputs: tuple[str, ...] = ()  # --inputs files and --seed, applied to the worker's problems as in the parent
+    seed: int = 0
     startup_timeout: float = 300.0
     interpreter: str | None = None  # the environment's Python (environments.py); None: this interpreter
     info: WorkerInfo | None = None  # the worker's first record
@@ -95,6 +97,10 @@ class WorkerProcess:
                "--device", self.device, "--threads", str(self.threads), "--result-fd", str(write_fd)]
         for p in self.plugins:
             cmd += ["--plugin", p]
+        for path in self.inputs:
+            cmd += ["--inputs", path]
+        if self.seed:
+            cmd += ["--seed", str(self.seed)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
                                       pass_fds=(write_fd,), env=env,
                                       start_new_session=True)

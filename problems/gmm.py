@@ -1,12 +1,22 @@
-"""ADBench's Gaussian mixture model objective (Srajer, Kukelova & Fitzgibbon 2018; also GradBench's `gmm`).
+"""The Gaussian mixture model benchmark in its two published conventions (Srajer, Kukelova & Fitzgibbon 2018).
 
-Definition and input generator follow ADBench (src/cpp/shared/gmm.h, data/gmm/gmm-data-gen.py): the objective
-is the log-likelihood of n points under K Gaussians with precision factors Q_k = diag(exp(q_k)) + L_k, plus
-ADBench's Wishart prior term, differentiated w.r.t. all parameters (alphas, means, icf). Log-sum-exp is written
-with max/exp/log/sum, the log-gamma term depends on the sizes only and is computed with math.lgamma.
+- `gmm`: ADBench's objective (src/cpp/shared/gmm.h, gmm_objective; data/gmm/gmm_d*_K*.txt): the log-likelihood
+  of n points under K Gaussians with precision factors Q_k = diag(exp(q_k)) + L_k, *plus* ADBench's Wishart term
+  ½γ²‖Q_k‖²_F − m Σ q_k − C. ADBench's tests publish 8.07380408004975791 for data/gmm/test.txt.
+- `gmm_posterior`: GradBench's current `gmm` (evals/gmm/README.md, "log posterior"): the same log-likelihood plus
+  the log of the Wishart prior density, −½γ²‖Q_k‖²_F + m Σ q_k + C, i.e. ADBench's prior term with its sign
+  flipped (GradBench's fix of ADBench's sign error); it differs from `gmm` by 1–92% depending on the size.
+
+Both are differentiated w.r.t. all parameters (alphas, means, icf). Log-sum-exp is written with max/exp/log/sum;
+the log-gamma term depends on the sizes only and is computed with math.lgamma. γ = 1 and m = 0, as in every
+ADBench file and GradBench's defaults; an input file with other values is refused. Generators: `gmm` follows
+ADBench's data/gmm/gmm-data-gen.py (alphas, icf and x standard normal, means uniform on [0, 1)); `gmm_posterior`
+follows GradBench's evals/gmm/run.py `generate`, draw for draw (x, alpha, mu, q, l from one
+numpy.random.default_rng), so `--seed 31337`, GradBench's default seed, gives GradBench's inputs.
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -15,7 +25,8 @@ from adcompare import Shapes, grid, problem
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
 WISHART_M = 0
-GMM_SIZES = grid(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100, 200], n=[1_000, 10_000])
+GMM_SIZES = grid(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100, 200], n=[1_000, 10_000])  # ADBench's 1k and 10k
+GRADBENCH_SIZES = grid(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100], n=[1_000])  # GradBench's default grid
 
 
 def logsumexp(a, axis, xp):
@@ -47,10 +58,45 @@ def _lower_triangle(q, off, xp):
     return xp.stack(columns, axis=-1)
 
 
+def log_likelihood(params, x, xp):
+    """Σᵢ log Σₖ φₖ N(xᵢ; μₖ, (QₖᵀQₖ)⁻¹) with φ = softmax(α): the likelihood both conventions share."""
+    d = x.shape[-1]
+    n = x.shape[0]
+    alphas = params[:, 0]
+    means = params[:, 1:1 + d]
+    q = params[:, 1 + d:1 + 2 * d]
+    off = params[:, 1 + 2 * d:]
+    qdiag = xp.exp(q)
+    L = _lower_triangle(q, off, xp)
+
+    # Layout (K, d, n). Lₖ(xᵢ − μₖ) is written Lₖxᵢ − Lₖμₖ: jax 0.10.2's jit of a JVP through Lₖ @ (xᵢ − μₖ), whose
+    # tangent is broadcast along n, returns NaN or segfaults on CPU for n ≥ 500 (docs/problems.md).
+    xt = xp.matrix_transpose(x)
+    centred = xp.expand_dims(xt, axis=0) - xp.expand_dims(means, axis=-1)
+    qx = xp.expand_dims(qdiag, axis=-1) * centred + (L @ xt - L @ xp.expand_dims(means, axis=-1))
+    inner = xp.expand_dims(alphas + xp.sum(q, axis=1), axis=-1) - 0.5 * xp.sum(qx * qx, axis=1)  # (K, n)
+    constant = -n * d * 0.5 * math.log(2 * math.pi)
+    return constant + xp.sum(logsumexp(inner, 0, xp)) - n * logsumexp(alphas, 0, xp)
+
+
+def adbench_wishart_term(params, d, xp):
+    """ADBench's Σₖ [½γ²(‖exp(qₖ)‖² + ‖lₖ‖²) − m Σ qₖ] − K C, C = n′d(log γ − ½ log 2) − log Γ_d(n′/2),
+    n′ = d + m + 1: minus the log Wishart density of the precision matrices (gmm.h, log_wishart_prior, which
+    ADBench adds to the log-likelihood)."""
+    K = params.shape[0]
+    q = params[:, 1 + d:1 + 2 * d]
+    off = params[:, 1 + 2 * d:]
+    qdiag = xp.exp(q)
+    n_prime = d + WISHART_M + 1
+    c = n_prime * d * (math.log(WISHART_GAMMA) - 0.5 * math.log(2)) - log_gamma_distrib(0.5 * n_prime, d)
+    return xp.sum(0.5 * WISHART_GAMMA**2 * (xp.sum(qdiag * qdiag, axis=1) + xp.sum(off * off, axis=1))
+                  - WISHART_M * xp.sum(q, axis=1)) - K * c
+
+
 @problem(sizes=GMM_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp", "hvp"))
 def gmm(params, /, *, x, xp):
-    """ADBench's GMM objective: R^(K(1 + d + d(d+1)/2)) → R.
+    """ADBench's GMM objective (gmm.h; GradBench's log posterior is gmm_posterior): R^(K(1+d+d(d+1)/2)) → R.
 
     params (K, 1 + d + d(d+1)/2) holds, per component k, [αₖ | μₖ (d) | qₖ (d) | lₖ (d(d−1)/2)] (ADBench's
     alphas, means and icf = [q | l]); x (n, d) are the data points. With Qₖ = diag(exp(qₖ)) + Lₖ (Lₖ strictly
@@ -59,40 +105,17 @@ def gmm(params, /, *, x, xp):
         f = −(nd/2) log 2π + Σᵢ logsumexpₖ(αₖ + Σ qₖ − ½‖Qₖ(xᵢ − μₖ)‖²) − n logsumexp(α)
             + Σₖ [½γ²(‖exp(qₖ)‖² + ‖lₖ‖²) − m Σ qₖ] − K [n′d(log γ − ½ log 2) − log Γ_d(n′/2)],  n′ = d + m + 1
 
-    with γ = 1, m = 0. The prior's sign is ADBench's (its C++ and Python sources and GradBench's Adroit spec);
-    GradBench's JAX tool negates the prior. Sizes: ADBench's grid d ∈ {2, 10, 20, 32, 64},
-    K ∈ {5, …, 200}, n ∈ {1,000, 10,000}; the gradient has K(1 + d + d(d+1)/2) entries.
+    with γ = 1, m = 0. The Wishart term's sign is ADBench's (gmm.h and every ADBench tool; ADBench's tests give
+    8.07380408004975791 on data/gmm/test.txt); GradBench's log posterior, which subtracts it, is `gmm_posterior`.
+    Sizes: ADBench's grid d ∈ {2, 10, 20, 32, 64}, K ∈ {5, …, 200}, n ∈ {1,000, 10,000} (data/gmm/1k, 10k); the
+    gradient has K(1 + d + d(d+1)/2) entries.
     """
-    d = x.shape[-1]
-    n = x.shape[0]
-    K = params.shape[0]
-    alphas = params[:, 0]
-    means = params[:, 1:1 + d]
-    q = params[:, 1 + d:1 + 2 * d]
-    off = params[:, 1 + 2 * d:]
-    qdiag = xp.exp(q)
-    sum_qs = xp.sum(q, axis=1)
-    L = _lower_triangle(q, off, xp)
-
-    # Layout (K, d, n). Lₖ(xᵢ − μₖ) is written Lₖxᵢ − Lₖμₖ: jax 0.10.2's jit of a JVP through Lₖ @ (xᵢ − μₖ), whose
-    # tangent is broadcast along n, returns NaN or segfaults on CPU for n ≥ 500 (docs/problems.md).
-    xt = xp.matrix_transpose(x)
-    centred = xp.expand_dims(xt, axis=0) - xp.expand_dims(means, axis=-1)
-    qx = xp.expand_dims(qdiag, axis=-1) * centred + (L @ xt - L @ xp.expand_dims(means, axis=-1))
-    inner = xp.expand_dims(alphas + sum_qs, axis=-1) - 0.5 * xp.sum(qx * qx, axis=1)  # (K, n)
-    slse = xp.sum(logsumexp(inner, 0, xp))
-
-    constant = -n * d * 0.5 * math.log(2 * math.pi)
-    n_prime = d + WISHART_M + 1
-    c = n_prime * d * (math.log(WISHART_GAMMA) - 0.5 * math.log(2)) - log_gamma_distrib(0.5 * n_prime, d)
-    prior = xp.sum(0.5 * WISHART_GAMMA**2 * (xp.sum(qdiag * qdiag, axis=1) + xp.sum(off * off, axis=1))
-                   - WISHART_M * sum_qs) - K * c
-    return constant + slse - n * logsumexp(alphas, 0, xp) + prior
+    return log_likelihood(params, x, xp) + adbench_wishart_term(params, x.shape[-1], xp)
 
 
 @gmm.inputs
 def _(rng, d, K, n):
-    # ADBench: alphas, icf and x standard normal, means uniform(0, 1).
+    # ADBench (data/gmm/gmm-data-gen.py): alphas, icf and x standard normal, means uniform(0, 1).
     alphas = rng.standard_normal((K, 1))
     means = rng.uniform(0.0, 1.0, (K, d))
     icf = rng.standard_normal((K, d + d * (d - 1) // 2))
@@ -101,7 +124,94 @@ def _(rng, d, K, n):
 
 
 @gmm.shapes
-def _(d, K, n):
-    # L @ x dominates the work; the column loop of _lower_triangle dispatches ~4 operations per dimension.
+def gmm_shapes(d, K, n):
+    """Both conventions' shapes and work: L @ x dominates the work; the column loop of _lower_triangle
+    dispatches ~4 operations per dimension."""
     return Shapes(wrt=(K, 1 + d + d * (d + 1) // 2), output=(), flops=2 * K * d * d * n + 12 * K * d * n,
                   operations=40 + 4 * d)
+
+
+@problem(sizes=GRADBENCH_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
+         operators=("value", "grad", "jvp", "vjp", "hvp"))
+def gmm_posterior(params, /, *, x, xp):
+    """GradBench's GMM log posterior (evals/gmm/README.md; ADBench's prior sign flipped): R^(K(1+d+d(d+1)/2)) → R.
+
+    Same parameters and likelihood as `gmm`; the prior is the log Wishart density of the precision matrices QₖᵀQₖ
+    with V = I/γ², n′ = d + m + 1:
+
+        f = −(nd/2) log 2π + Σᵢ logsumexpₖ(αₖ + Σ qₖ − ½‖Qₖ(xᵢ − μₖ)‖²) − n logsumexp(α)
+            − Σₖ [½γ²‖Qₖ‖²_F − m Σ qₖ] + K [n′d log(γ/√2) − log Γ_d(n′/2)]
+
+    with γ = 1, m = 0: ADBench's objective with its Wishart term's sign flipped. Sizes: GradBench's default grid
+    d ∈ {2, 10, 20, 32, 64}, K ∈ {5, 10, 25, 50, 100}, n = 1,000; inputs are GradBench's recipe (`--seed 31337`
+    reproduces GradBench's own).
+    """
+    return log_likelihood(params, x, xp) - adbench_wishart_term(params, x.shape[-1], xp)
+
+
+@gmm_posterior.inputs
+def _(rng, d, K, n):
+    # GradBench (evals/gmm/run.py, generate): x, alpha, mu, q, l in this order from one default_rng(seed).
+    x = rng.normal(size=(n, d))
+    alphas = rng.normal(size=(K, 1))
+    means = rng.uniform(size=(K, d))
+    q = rng.normal(size=(K, d))
+    lower = rng.normal(size=(K, d * (d - 1) // 2))
+    return {"params": np.concatenate([alphas, means, q, lower], axis=1), "x": x}
+
+
+gmm_posterior.shapes(gmm_shapes)
+
+
+def _wishart(gamma: float, m: int, path: str) -> None:
+    if gamma != WISHART_GAMMA or m != WISHART_M:
+        raise ValueError(f"Wishart parameters γ = {gamma:g}, m = {m} in {path}; adcompare's GMM fixes γ = 1, m = 0 "
+                         f"(ADBench's and GradBench's values)")
+
+
+def _read_adbench(path: str):
+    """ADBench's format (src/python/shared/input_utils.py, read_gmm_instance): `d K n`, K alphas, K means, K icf
+    rows, n points (or one point, replicated n times, as in data/gmm/2.5M), then `γ m`."""
+    lines = [line.split() for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
+    if not lines or len(lines[0]) != 3:
+        raise ValueError("not ADBench's GMM format (first line `d K n`)")
+    d, K, n = (int(v) for v in lines[0])
+    points = len(lines) - 2 - 3 * K
+    widths = [1] * K + [d] * K + [d * (d + 1) // 2] * K
+    if points not in (1, n) or [len(v) for v in lines[1:1 + 3 * K]] != widths or any(
+            len(v) != d for v in lines[1 + 3 * K:-1]) or len(lines[-1]) != 2:
+        raise ValueError(f"not ADBench's GMM format for d={d}, K={K}, n={n} (K alphas, K means of d, K icf rows of "
+                         f"d(d+1)/2, n points of d, then `γ m`)")
+    rows = np.array([[float(v) for v in line] for line in lines[1 + 2 * K:1 + 3 * K]])
+    alphas = np.array([[float(v[0])] for v in lines[1:1 + K]])
+    means = np.array([[float(v) for v in line] for line in lines[1 + K:1 + 2 * K]])
+    x = np.array([[float(v) for v in line] for line in lines[1 + 3 * K:-1]])
+    _wishart(float(lines[-1][0]), int(lines[-1][1]), path)
+    return {"d": d, "K": K, "n": n}, {"params": np.concatenate([alphas, means, rows], axis=1),
+                                      "x": np.tile(x, (n, 1)) if points == 1 else x}
+
+
+def _read_gradbench(path: str):
+    """GradBench's gmm input as JSON (the `input` its evals/gmm/run.py sends): d, k, n, x, m, gamma, alpha, mu, q,
+    l."""
+    data = json.loads(open(path, encoding="utf-8").read())
+    if not isinstance(data, dict) or not {"d", "k", "n", "x", "alpha", "mu", "q", "l"} <= set(data):
+        raise ValueError("not GradBench's gmm input (a JSON object with d, k, n, x, m, gamma, alpha, mu, q, l)")
+    d, K, n = int(data["d"]), int(data["k"]), int(data["n"])
+    _wishart(float(data.get("gamma", 1.0)), int(data.get("m", 0)), path)
+    parts = [np.reshape(np.asarray(data["alpha"], float), (K, 1)), np.reshape(np.asarray(data["mu"], float), (K, d)),
+             np.reshape(np.asarray(data["q"], float), (K, d)),
+             np.reshape(np.asarray(data["l"], float), (K, d * (d - 1) // 2))]
+    return {"d": d, "K": K, "n": n}, {"params": np.concatenate(parts, axis=1),
+                                      "x": np.reshape(np.asarray(data["x"], float), (n, d))}
+
+
+def read_gmm_file(path: str):
+    """An ADBench text file or a GradBench JSON input (by the first non-blank character)."""
+    with open(path, encoding="utf-8") as f:
+        head = f.read(64).lstrip()
+    return _read_gradbench(path) if head.startswith("{") else _read_adbench(path)
+
+
+gmm.reads(read_gmm_file)
+gmm_posterior.reads(read_gmm_file)

@@ -1,11 +1,21 @@
 """ADBench's LSTM objective (Srajer, Kukelova & Fitzgibbon 2018; also GradBench's `lstm`).
 
 A character-level model with l stacked LSTM layers of ADBench's element-wise ("diagonal") kind over a sequence of
-c one-hot characters from an alphabet of b = 14; the objective is the mean cross-entropy of next-character
-predictions, differentiated w.r.t. all parameters. Follows ADBench's C++ and Python sources, including their
-normaliser log(Σ exp(ŷ) + 2) (the "+ 2" is in the reference implementations, so it is here too).
+c characters, each given as its Unicode code point in b = 14 binary digits (a 0/1 vector, most significant digit
+first, as ADBench's data/lstm/gen_data.py writes them; not one-hot); the objective is the mean cross-entropy-like
+score of next-character predictions, differentiated w.r.t. all parameters. Follows ADBench's C++
+(src/cpp/shared/lstm.h) and Python sources, including their normaliser log(Σ exp(ŷ) + 2) (the "+ 2" is in the
+reference implementations, so it is here too). ADBench's tests publish 0.66666518 for data/lstm/lstm_l2_c1024.txt.
+
+Inputs follow ADBench's recipe (data/lstm/gen_data.py, which GradBench's evals/lstm/run.py repeats): the text is
+the beginning of Shakespeare's sonnets (`sonnets.txt` here: the first 4,096 characters of ADBench's
+data/lstm/lstm_full.txt, decoded from its lstm_l2_c4096.txt; public-domain text), and main parameters, extra
+parameters and state are uniform on [0, 1).
 """
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -39,18 +49,18 @@ def _layer(weight, bias, hidden, cell, x, xp):
 @problem(sizes=LSTM_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp"), complex_step_safe=True)
 def lstm(params, /, *, state, sequence, xp):
-    """ADBench's LSTM objective: R^((8l+3)·b) → R.
+    """ADBench's LSTM objective (src/cpp/shared/lstm.h, lstm_objective): R^((8l+3)·b) → R.
 
     params (8l + 3, b) stacks ADBench's main_params (2l, 4b) reshaped to (8l, b) and extra_params (3, b)
     (input scale, output scale, output bias); state (2l, b) holds each layer's initial hidden and cell
-    state; sequence (c, b) the one-hot characters. For t = 0 … c−2, the input x = sequence[t] ⊙ extra₀ runs
-    through the l layers, ŷ = h_l ⊙ extra₁ + extra₂, and
+    state; sequence (c, b) the characters as 0/1 rows (b-digit binary code points). For t = 0 … c−2, the
+    input x = sequence[t] ⊙ extra₀ runs through the l layers, ŷ = h_l ⊙ extra₁ + extra₂, and
 
         f = −(1 / (b(c − 1))) Σₜ Σₖ sequence[t+1]ₖ (ŷₖ − log(Σ exp(ŷ) + 2)).
 
     The loop over c − 1 steps and l layers is Python, static in the shapes: eager runs dispatch ~20·l·c
     operations, compilers unroll it (compile time grows with c). ADBench's sizes: l ∈ {2, 4}, c ∈ {1024, 4096},
-    b = 14.
+    b = 14 (data/lstm/lstm_l*_c*.txt).
     """
     layers = state.shape[0] // 2
     b = sequence.shape[1]
@@ -70,13 +80,66 @@ def lstm(params, /, *, state, sequence, xp):
     return -total / (b * (sequence.shape[0] - 1))
 
 
+SONNETS = Path(__file__).with_name("sonnets.txt")
+
+
+def encode(text: str, bits: int) -> np.ndarray:
+    """(len(text), bits) 0/1 rows: each character's code point in `bits` binary digits, most significant first
+    (ADBench's text_to_matrix)."""
+    codes = np.array([ord(ch) for ch in text])
+    if codes.max(initial=0) >= 2**bits:
+        raise ValueError(f"a code point needs more than {bits} binary digits")
+    return ((codes[:, None] >> np.arange(bits - 1, -1, -1)) & 1).astype(np.float64)
+
+
 @lstm.inputs
 def _(rng, l, c, b):
-    # ADBench's data files hold parameters and states of order 1 and a one-hot text; generated here alike.
-    params = rng.uniform(-1.0, 1.0, (8 * l + 3, b))
-    state = rng.uniform(-1.0, 1.0, (2 * l, b))
-    sequence = np.eye(b)[rng.integers(0, b, c)]
-    return {"params": params, "state": state, "sequence": sequence}
+    # ADBench (data/lstm/gen_data.py): the sonnets' first c characters as b-digit code points; main_params
+    # (2l, 4b), extra_params (3, b) and state (2l, b) uniform on [0, 1) (drawn in that order).
+    text = SONNETS.read_text(encoding="utf-8")
+    if c > len(text):
+        raise ValueError(f"lstm: c = {c} exceeds the {len(text)} characters of {SONNETS.name}")
+    main = rng.random((2 * l, 4 * b))
+    extra = rng.random((3, b))
+    state = rng.random((2 * l, b))
+    return {"params": np.concatenate([main.reshape(8 * l, b), extra]), "state": state,
+            "sequence": encode(text[:c], b)}
+
+
+def _matrices(path: str):
+    """(main, extra, state, sequence) from ADBench's text format or GradBench's JSON input."""
+    text = open(path, encoding="utf-8").read()
+    if text.lstrip().startswith("{"):
+        data = json.loads(text)
+        if not isinstance(data, dict) or not {"main_params", "extra_params", "state", "sequence"} <= set(data):
+            raise ValueError("not GradBench's lstm input (JSON with main_params, extra_params, state, sequence)")
+        return tuple(np.asarray(data[k], dtype=np.float64)
+                     for k in ("main_params", "extra_params", "state", "sequence"))
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    if not lines or len(lines[0]) != 3:
+        raise ValueError("not ADBench's LSTM format (first line `l c b`)")
+    l, c, b = (int(v) for v in lines[0])
+    shapes = [(2 * l, 4 * b), (3, b), (2 * l, b), (c, b)]
+    if [len(v) for v in lines[1:]] != [cols for rows, cols in shapes for _ in range(rows)]:
+        raise ValueError(f"not ADBench's LSTM format for l={l}, c={c}, b={b} (main params 2l × 4b, extra params "
+                         f"3 × b, state 2l × b, sequence c × b)")
+    out, start = [], 1
+    for rows, cols in shapes:
+        out.append(np.array([[float(v) for v in line] for line in lines[start:start + rows]]))
+        start += rows
+    return tuple(out)
+
+
+@lstm.reads
+def read_lstm_file(path):
+    """ADBench's data/lstm/lstm_l*_c*.txt, or GradBench's lstm input as JSON."""
+    main, extra, state, sequence = _matrices(path)
+    l, b = state.shape[0] // 2, state.shape[1]
+    if main.shape != (2 * l, 4 * b) or extra.shape != (3, b) or sequence.ndim != 2 or sequence.shape[1] != b:
+        raise ValueError(f"inconsistent LSTM shapes: main {main.shape}, extra {extra.shape}, state {state.shape}, "
+                         f"sequence {sequence.shape}")
+    return ({"l": l, "c": sequence.shape[0], "b": b},
+            {"params": np.concatenate([main.reshape(8 * l, b), extra]), "state": state, "sequence": sequence})
 
 
 @lstm.shapes

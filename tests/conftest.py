@@ -21,3 +21,14 @@ def fault_registry():
     from adcompare import plugins
 
     return plugins.load((FAULTS,))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`slow` tests (a compiler unrolling ADBench's 1,023-step LSTM, float64 twins of eager TensorFlow cells) run
+    only when asked for with `-m slow` (or any -m expression): the README's test command stays within CI's time."""
+    if config.getoption("-m"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)

@@ -29,13 +29,14 @@ SHAPES = {
     "exp_dot_loss": ((), None),
     "control_loop": ((), None),
     "control_loop_static": ((), None),
-    "rbf_kernel_point": ((100,), None),
-    "rbf_kernel_map": ((100, 100), (100,)),
+    "rbf_kernel_point": ((10,), None),
+    "rbf_kernel_map": ((10, 10), (10,)),
     "tanh": ((100,), None),
     "selu": ((100,), None),
     "mlp_predict": ((16, 16), (16,)),
     "mlp_loss": ((16,), ()),
     "gmm": ((), None),
+    "gmm_posterior": ((), None),
     "bundle_adjustment": ((30, 3), (3,)),
     "lstm": ((), None),
 }
@@ -75,7 +76,8 @@ def test_every_built_in_problem_builds_with_tags_docs_and_sizes(registry, suite)
         assert set(p.tags) <= TAGS, f"{name}: unknown tags {set(p.tags) - TAGS}"
         assert p.sizes, name
         assert ("per-example" in p.tags) == (p.batch is not None), name
-    assert {n for n, p in suite.items() if "classic" in p.tags} == {"gmm", "bundle_adjustment", "lstm"}
+    assert {n for n, p in suite.items() if "classic" in p.tags} == {"gmm", "gmm_posterior", "bundle_adjustment",
+                                                                             "lstm"}
     assert [n for n, p in suite.items() if not p.compilable] == ["control_loop"]
 
 
@@ -239,9 +241,14 @@ def ba_loops(cams, X, w, feats, cam_idx, point_idx):
 def test_bundle_adjustment_residuals_equal_plain_loops():
     p = ba.bundle_adjustment.build()
     inputs = p.inputs(smallest(p), "float64")
-    expected = ba_loops(*ba.generate(np.random.default_rng(0), n=3, m=10, p=30))
-    np.testing.assert_allclose(p.bind(np, {"observations": inputs["observations"]})(inputs["delta"]), expected,
+    f = p.bind(np, {"observations": inputs["observations"]})
+    np.testing.assert_allclose(f(inputs["delta"]), ba_loops(*ba.generate(np.random.default_rng(0), n=3, m=10, p=30)),
                                rtol=1e-12)
+    adbench = ba.replicate(ba.ADBENCH_CAMERA, ba.ADBENCH_POINT, ba.ADBENCH_WEIGHT, ba.ADBENCH_FEATURE, 49, 7776, 40)
+    rows = ba.gather(*adbench)
+    expected = ba_loops(*adbench)
+    np.testing.assert_allclose(ba.residual(rows[:, :ba.BLOCK], rows[:, ba.BLOCK:], np), expected, rtol=1e-12,
+                               atol=1e-12 * np.abs(expected).max())
 
 
 def test_bundle_adjustment_jacobian_rows_touch_only_their_camera_point_and_weight():
@@ -257,7 +264,7 @@ def test_bundle_adjustment_jacobian_rows_touch_only_their_camera_point_and_weigh
     theta = np.concatenate([cams.ravel(), X.ravel(), w])
     J = jacobian(all_residuals, theta).reshape(3 * p, theta.size)
     problem = ba.bundle_adjustment.build()
-    rows = problem.inputs(smallest(problem), "float64")["observations"]
+    rows = ba.gather(cams, X, w, feats, cam_idx, point_idx)
     for i in range(p):
         columns = np.concatenate([
             11 * cam_idx[i] + np.arange(11), 11 * n + 3 * point_idx[i] + np.arange(3), [11 * n + 3 * m + i]])
