@@ -16,7 +16,9 @@ examples:
   adcompare check                                  derivatives of the quick suite vs the float64 reference
   adcompare check --adapter torch --problem exp_dot_loss --dtype float32
   adcompare check --problem gmm --inputs ADBench/data/gmm/test.txt --json   (reference_value: the objective)
-  adcompare run -o results.jsonl                   quick suite, timed, appended as cells finish
+  adcompare run                                    quick suite, timed, into a new results/<date-time>.jsonl
+  adcompare run -o results.jsonl                   your file (refused if it exists: --resume or --overwrite)
+  adcompare report --latest                        the report of the newest results/ file
   adcompare run --suite full --resume -o full.jsonl
   adcompare run --suite adbench -o adbench.jsonl  ADBench's published sizes, float64
   adcompare run --problem exp_dot_loss --operator jacfwd,jacrev --dry-run
