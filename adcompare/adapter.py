@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .errors import UnsupportedOperation
+from .fingerprint import installed_versions
 from .operators import minimum_elements
 from .problem import Problem
 from .shapes import Shapes
@@ -258,10 +259,4 @@ class Adapter(ABC):
 
     def versions(self) -> dict[str, str]:
         """Installed versions of `distribution` and `runtime_distributions`, for provenance."""
-        out = {}
-        for dist in (self.distribution, *self.runtime_distributions):
-            try:
-                out[dist] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                pass
-        return out
+        return installed_versions((self.distribution, *self.runtime_distributions))

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import replace
 import dataclasses
+import sys
 import datetime
 import importlib.util
 import json
@@ -17,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import display, environments, executors, plugins, provenance, runner, study
 from .comparison import compare, pair_environments, regressions
 from .errors import UsageError
-from .expectations import expected_failure, labelled
+from .expectations import expected_reason, labelled
 from .fingerprint import this_machine
 from .input_files import check_selected, file_fed, with_inputs
 from .plan import Selection
@@ -163,7 +162,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     plan = _plan(registry, _selection(args, registry), args)
     envs = _build_environments(registry, args, {})
     measurements = _execute(registry, plan, args, time_it=False, writer=None, envs=envs)
-    expected = {m.cell.key: why for m in measurements if (why := expected_failure(m, registry.problems))}
+    expected = {m.cell.key: why for m in measurements if (why := expected_reason(m))}  # labelled by _execute
     if args.json:
         for m in measurements:
             problem = registry.problem(m.cell.problem)
@@ -235,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     display.print_summary(out, measurements)
     _print_findings(measurements)
     out.print(f"results: {args.output}")
-    return 1 if any(m.status.is_failure and not expected_failure(m, registry.problems) for m in measurements) else 0
+    return 1 if any(m.status.is_failure and not expected_reason(m) for m in measurements) else 0
 
 
 def _print_findings(measurements) -> None:
@@ -263,12 +262,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.results:
         results = load(args.results)
     else:
-        plan = _plan(registry, Selection(suite="quick"), args)
         path = out_dir / "results.jsonl"
+        if path.exists():  # report has no --resume/--overwrite: it never replaces an earlier run's results
+            raise UsageError(f"{str(out_dir)!r} already holds the results of an earlier report; choose another -o, "
+                             f"or report them: adcompare report {path}")
+        plan = _plan(registry, Selection(suite="quick"), args)
         with ResultsWriter(path, _provenance(registry, args)) as writer:
             _execute(registry, plan, args, time_it=True, writer=writer)
         results = load([path])
-    results = replace(results, measurements=tuple(labelled(m, registry.problems) for m in results.measurements))
+    results = dataclasses.replace(results, measurements=tuple(labelled(m, registry.problems)
+                                                              for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
     index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
     _print_findings(results.measurements)
@@ -303,8 +306,8 @@ def _compare_environments(pairs, args: argparse.Namespace) -> int:
     --fail-above, when a cell is significantly slower than in the baseline environment by more than PCT."""
     if not pairs:
         raise UsageError(f"{args.baseline} holds one environment only; compare two files, or run with two --env")
-    slower = [p for p in pairs if args.fail_above is not None and p.timing is not None
-              and p.timing.difference.significant and p.timing.change > 1]
+    offending = regressions([p.timing for p in pairs if p.timing]) if args.fail_above is not None else []
+    slower = [p for p in pairs if p.timing is not None and p.timing in offending]
     if args.json:
         for p in pairs:
             print(json.dumps({**p.to_json(), "regression": p in slower}))

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from . import bootstrap
 from .cell import CURRENT, Cell
+from .expectations import expected_reason
 from .measurement import Measurement
 from .operators import OPERATORS
 from .plugins import Registry
@@ -158,7 +159,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     for m in sorted(measurements, key=lambda m: m.cell):
         c, tm = m.cell, m.timing
         style = STATUS_STYLE.get(m.status.value, "red")
-        expected = " (expected)" if m.details.get("expected_failure") else ""
+        expected = " (expected)" if expected_reason(m) else ""
         t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
                   f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None, "—"),
                   seconds(tm.iqr if tm else None, "—"), seconds(tm.compile if tm else None, "—"),
@@ -166,7 +167,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
     console.print(t)
     counts = defaultdict(int)
     for m in measurements:
-        counts[m.status.value + (" as expected" if m.details.get("expected_failure") else "")] += 1
+        counts[m.status.value + (" as expected" if expected_reason(m) else "")] += 1
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 

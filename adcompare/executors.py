@@ -30,8 +30,8 @@ from .results import merge_files
 err = Console(stderr=True)
 
 # Options of the driver that a shard's own command must not repeat; every other option is passed on as given.
-DRIVER_ONLY = {"command", "executor", "shards", "shard_dir", "shard", "output", "overwrite", "dry_run", "json", "no_progress",
-               "resume"}
+DRIVER_ONLY = {"command", "executor", "shards", "shard_dir", "shard", "output", "overwrite", "dry_run", "json",
+               "no_progress", "resume"}
 
 
 def shard_paths(args: argparse.Namespace) -> list[Path]:

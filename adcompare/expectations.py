@@ -63,6 +63,11 @@ def labelled(m: Measurement, problems) -> Measurement:
     return replace(m, details={**m.details, EXPECTED_KEY: why})
 
 
+def expected_reason(m: Measurement) -> str | None:
+    """The known limitation a labelled measurement failed as (see `labelled`), or None."""
+    return m.details.get(EXPECTED_KEY)
+
+
 def unexpected(m: Measurement, problems) -> str | None:
     """None when `m` is as it should be — ok, unsupported with a reason, or failed exactly as expected — else why
     not, in one line (for tests and suites that hold the built-in adapters to this table strictly)."""

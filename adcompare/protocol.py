@@ -18,7 +18,8 @@ from .timing import TimingPolicy
 
 WORKER = "worker"  # the "record" field of the first record
 CELL = "cell"  # the "record" field of each measurement
-RESTART = "worker_restarted"  # a cell's details key: why its worker exited after it (see Adapter.unusable_after_failure)
+# A cell's details key: why its worker exited after it (see Adapter.unusable_after_failure).
+RESTART = "worker_restarted"
 _DEFAULT_POLICY = TimingPolicy()
 
 

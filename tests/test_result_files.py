@@ -61,3 +61,13 @@ def test_report_latest_without_results_says_what_to_do(tmp_path, monkeypatch, ca
     monkeypatch.chdir(tmp_path)
     assert main(["report", "--latest"]) == 2
     assert "run `adcompare run` first" in capsys.readouterr().err
+
+
+def test_report_never_replaces_the_results_of_an_earlier_report(tmp_path, capsys):
+    folder = tmp_path / "rep"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("an earlier report's results\n")
+    assert main(["report", "-o", str(folder), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "already holds the results of an earlier report" in err and "adcompare report" in err
+    assert (folder / "results.jsonl").read_text() == "an earlier report's results\n"

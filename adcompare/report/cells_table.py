@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cell import FIELDS, Cell
+from ..expectations import expected_reason
 from ..measurement import Measurement
 from . import sizes
 from .compile_cost import compile_seconds, is_eager
@@ -65,7 +66,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("adjoint_error", _c("adjoint_error"), "error", shown=False),
     Column("algorithm", lambda m, jo: m.algorithm),
     Column("message", lambda m, jo: m.message),
-    Column("expected", lambda m, jo: m.details.get("expected_failure")),  # the known limitation a failure matches
+    Column("expected", lambda m, jo: expected_reason(m)),  # the known limitation a failure matches
     Column("device_name", lambda m, jo: m.device_name, shown=False),
     Column("machine", lambda m, jo: m.machine, shown=False),
     Column("host_peak_bytes", lambda m, jo: m.host_peak_bytes, "number", shown=False),

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..expectations import expected_reason
 from ..measurement import Measurement
 from ..status import Status
 from . import sizes
@@ -79,7 +80,7 @@ def matrices(measurements: Iterable[Measurement]) -> list[Matrix]:
                 adjoint=_worst(c.adjoint_error for c in checks),
                 tolerance=max((c.tolerance for c in checks), default=None),
                 cells=len(ms),
-                failures=tuple(sorted(Counter(m.status.value + (" (expected)" if m.details.get("expected_failure")
+                failures=tuple(sorted(Counter(m.status.value + (" (expected)" if expected_reason(m)
                                                                   else "") for m in ms if m.status.is_failure).items())),
             )
         columns = tuple(sorted({k[2] for k in groups}))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ..bootstrap import Bootstrap
-from ..expectations import EXPECTED_KEY, expected
+from ..expectations import expected, expected_reason
 from ..measurement import Measurement
 from ..status import Status
 from ..units import seconds
@@ -74,7 +74,7 @@ def _glyph(m: Measurement) -> tuple[str, str, str] | None:
     """(glyph, fill, why) for a cell without a time, else None."""
     if timed(m):
         return None
-    why = m.details.get(EXPECTED_KEY)  # set by expectations.labelled when the CLI reports
+    why = expected_reason(m)  # set by expectations.labelled when the CLI reports
     if why is None and (known := expected(m.cell, True)) is not None and m.status is known[0]:
         why = known[1]  # unlabelled results: the table's rules, without the problem's compilable flag
     if why:

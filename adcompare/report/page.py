@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from ..expectations import expected_reason
 from ..measurement import Measurement
 from ..results import Results
 from ..status import MEANINGS, Status
@@ -233,6 +234,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "stats_method": bootstrap.METHOD,
         "significance_method": significance.METHOD,
         "entry": summary.entry,
+        "expected_reason": expected_reason,
         "scaling": scaling,
         "relative": relative,
         "crossing": crossing,
