@@ -29,8 +29,8 @@ from .timing import TimingPolicy
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}
 DEFAULT_STARTUP = 3.0
 # Per cell: inputs, prepare (tracing, graph building), checking the result, the round trip to the worker.
-CELL_OVERHEAD = {"tensorflow": 1.2, "torch": 0.6, "jax": 0.6, "autograd": 0.3}
-DEFAULT_CELL_OVERHEAD = 0.6
+CELL_OVERHEAD = {"tensorflow": 0.15, "torch": 0.04, "jax": 0.06, "autograd": 0.03}
+DEFAULT_CELL_OVERHEAD = 0.1
 # Dispatching one array operation eagerly, seconds; compiled code pays none.
 DISPATCH = {"tensorflow": 6e-5, "torch": 1e-5, "jax": 3e-5, "autograd": 1e-5}
 DEFAULT_DISPATCH = 3e-5

@@ -29,6 +29,7 @@ class SuiteEntry:
     operators: tuple[str, ...] | None = None  # None: every applicable operator
     slow_variants: tuple[str, ...] = ()  # operators for which slow variants run too
     slow_sizes: tuple[str, ...] | None = None  # sizes at which they run (None: every size of the entry)
+    slow_dtypes: tuple[str, ...] | None = None  # dtypes in which they run (None: every dtype)
     sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
     others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
 
@@ -39,6 +40,8 @@ class SuiteEntry:
         if self.operators is not None and cell.operator not in self.operators:
             return False
         if slow and self.slow_sizes is not None and label not in self.slow_sizes:
+            return False
+        if slow and self.slow_dtypes is not None and cell.dtype not in self.slow_dtypes:
             return False
         if self.sweep is not None and f"{cell.adapter}:{cell.variant}" not in self.sweep \
                 and label not in self.others_at:
@@ -70,6 +73,59 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
 )
 
+# The full suite: every built-in problem at three or more sizes spanning two decades or more (every size where it
+# declares fewer), every applicable operator, every adapter and variant, float32 and float64, sized to run end to
+# end in under an hour on a 2-core CPU (benchmarks/results/full/). Operators whose cost grows with a dimension
+# (a full Jacobian by forward mode of a wide function, a Hessian, reverse mode over many outputs) keep to the
+# sizes where they take seconds, while their family (jacobian, second-order, per-example) reaches the larger ones
+# through the cheap member; slow variants (torch.compile) run every operator at the smallest size in float32; compilers that
+# unroll LSTM's loop over c stop below the largest c. ADBench's own grids are the `adbench` suite.
+SCALAR = ("value", "grad", "jvp", "vjp", "hvp", "jacrev")  # a scalar-output problem's cheap operators
+WIDE = ("hessian", "jacfwd")  # n tangents or n HVPs on a scalar-output problem
+ELEMENTWISE = ("value", "jvp", "vjp")
+CHEAP_DISPATCH = ("torch:eager", "torch:eager-autograd", "autograd:eager")  # ~10 µs an operation eagerly
+
+
+def _full(problem: str, sizes: tuple[str, ...], operators: tuple[str, ...] | None = None, **rules) -> SuiteEntry:
+    every = ("value", "grad", "jvp", "vjp", "hvp", "hessian", "jacfwd", "jacrev", "vmap_grad", "vmap_jacfwd",
+             "vmap_jacrev") if operators is None else operators
+    return SuiteEntry(problem, sizes, operators, slow_variants=every, slow_sizes=sizes[:1], slow_dtypes=("float32",),
+                      **rules)
+
+
+SMALL = ("n2",)
+SEED_N = ("n10", "n100", "n1000", "n10000")
+FULL: tuple[SuiteEntry, ...] = (
+    _full("f_xy", SMALL), _full("g_xy", SMALL), _full("f_r2_r3", SMALL),
+    _full("exp_dot_loss", SEED_N, SCALAR + ("jacfwd",)), _full("exp_dot_loss", SEED_N[:3], ("hessian",)),
+    _full("control_loop", SEED_N, SCALAR), _full("control_loop", SEED_N[:3], WIDE),
+    _full("control_loop_static", SEED_N, SCALAR), _full("control_loop_static", SEED_N[:3], WIDE),
+    _full("rbf_kernel_point", SEED_N, ("value", "jvp", "vjp", "jacfwd")),
+    _full("rbf_kernel_point", SEED_N[:3], ("jacrev",)),
+    _full("rbf_kernel_map", SEED_N[:3], ("value", "jvp", "vjp", "jacfwd", "vmap_jacfwd")),
+    _full("rbf_kernel_map", SEED_N[:2], ("jacrev", "vmap_jacrev")),  # n² reverse passes
+    _full("linear_layer", ("n5-p8-o2", "n5-p64-o2", "n5-p512-o5")),
+    _full("linear_layer_rowsum", ("n5-p8-o2", "n5-p64-o2", "n5-p512-o5")),
+    _full("tanh", ("n100", "n10000", "n1000000"), ELEMENTWISE), _full("tanh", ("n100", "n1000", "n10000"), ("jacfwd", "jacrev")),
+    _full("selu", ("n100", "n10000", "n1000000"), ELEMENTWISE), _full("selu", ("n100", "n1000", "n10000"), ("jacfwd", "jacrev")),
+    _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("value", "jvp", "vjp", "vmap_jacfwd", "vmap_jacrev")),
+    _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev")),
+    _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("value", "jvp", "vjp", "vmap_grad")),
+    _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev", "vmap_jacfwd", "vmap_jacrev")),
+    _full("gmm", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),
+    _full("gmm", ("d2-K5-n1000", "d10-K5-n1000"), WIDE),
+    _full("gmm_posterior", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),
+    _full("gmm_posterior", ("d2-K5-n1000", "d10-K5-n1000"), WIDE),
+    _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300", "n10-m200-p3000"),
+          ("value", "jvp", "vjp", "jacfwd", "vmap_jacfwd", "vmap_jacrev")),
+    _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300"), ("jacrev",)),  # 3p reverse passes
+    # Compilers unroll the loop over c characters (JAX's compile of c = 800 ran past the 300 s timeout) and JAX's
+    # eager grad at c = 800 takes 15 s a call: c = 800 runs where dispatch is cheap, the rest stop at c = 80.
+    _full("lstm", ("l1-c8-b14", "l1-c80-b14", "l1-c800-b14"), ("value", "grad"), sweep=CHEAP_DISPATCH,
+          others_at=("l1-c8-b14", "l1-c80-b14")),
+    _full("lstm", ("l1-c8-b14", "l1-c80-b14"), ("jvp", "vjp")),
+)
+
 # ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and
 # the operators its tools time: objective and gradient; for BA the objective and the p dense 3 × 15 Jacobian
 # blocks. gmm_posterior is GradBench's gmm at GradBench's default grid (d and K as ADBench's but K ≤ 100, n = 1000).
@@ -96,7 +152,8 @@ ADBENCH: tuple[SuiteEntry, ...] = (
 
 SUITE_SUMMARIES = {
     "quick": "small explicit cells covering every operator family, float32 (the default)",
-    "full": "every size of every problem, both dtypes",
+    "full": "every problem at ≥ 3 sizes over ≥ 2 decades, every operator family, adapter and variant, both dtypes "
+            "(~1 h on 2 CPU cores)",
     "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
                "gmm log posterior; objective and gradient/Jacobian, float64",
 }
@@ -106,11 +163,11 @@ SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtype
 
 def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
     """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants)."""
-    if suite == "full" or size.source and suite != "adbench":
+    if size.source and suite != "adbench":
         return True
     if suite == "adbench":
         return any(e.allows(cell, size, slow) for e in ADBENCH)
-    entries = [e for e in QUICK if e.problem == cell.problem]
-    if not entries:
-        return not builtin and size.label == smallest_size and not slow
+    entries = [e for e in (FULL if suite == "full" else QUICK) if e.problem == cell.problem]
+    if not entries:  # a plugin's problem: every size in `full`, the smallest in `quick`
+        return not builtin and (suite == "full" or size.label == smallest_size and not slow)
     return any(e.allows(cell, size, slow) for e in entries)

@@ -16,8 +16,8 @@ O(θ) in derivative), and where ADBench's own branch (θ² ≠ 0) computes the s
 Inputs follow ADBench's data files (data/ba/ba*_n*_m*_p*.txt): every file holds one camera, one point, one weight
 and one feature, and ADBench's reader replicates them over n cameras, m points and p observations, observation i
 seeing camera i mod n and point i mod m. At ADBench's sizes ba1-ba20 (n, m, p) the generator does exactly that
-with the row all of ADBench's files hold, so those inputs do not depend on the seed. The small size n3-m10-p30
-(what tests and quick checks run) deliberately differs: a seeded scene of distinct cameras, points, weights and
+with the row all of ADBench's files hold, so those inputs do not depend on the seed. The small sizes n3-m10-p30
+(what tests and quick checks run), n5-m50-p300 and n10-m200-p3000 (the full suite's scaling) deliberately differ: a seeded scene of distinct cameras, points, weights and
 features, well conditioned in float32 — ADBench's row (pixel-scale focal length and features) gives float32
 Jacobians ~1.5e-4 off in relative terms, above the float32 tolerance, and identical rows test less. `--inputs`
 reads ADBench's files (GradBench's `ba` eval reads the same files).
@@ -48,7 +48,7 @@ ADBENCH_SIZES = (
     (1723, 156502, 678718), (253, 163691, 899155), (245, 198739, 1091386), (356, 226730, 1255268),
     (1102, 780462, 4052340), (1544, 942409, 4750193), (1778, 993923, 5001946), (1936, 649673, 5213733),
     (4585, 1324582, 9125125), (13682, 4456117, 2987644))  # ba1 … ba20 as (n, m, p)
-BA_SIZES = [dict(n=3, m=10, p=30)] + [dict(n=n, m=m, p=p) for n, m, p in ADBENCH_SIZES]
+BA_SIZES = [dict(n=3, m=10, p=30), dict(n=5, m=50, p=300), dict(n=10, m=200, p=3000)] + [dict(n=n, m=m, p=p) for n, m, p in ADBENCH_SIZES]
 
 
 def _cross(a, b, xp):

@@ -23,6 +23,8 @@ from adcompare import Shapes, problem
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
+    dict(l=1, c=80, b=14),  # with c = 800, the full suite's scaling in c (not ADBench's sizes)
+    dict(l=1, c=800, b=14),
     dict(l=2, c=1024, b=14),  # ADBench lstm_l2_c1024
     dict(l=4, c=1024, b=14),
     dict(l=2, c=4096, b=14),

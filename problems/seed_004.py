@@ -9,7 +9,7 @@ import math
 
 from adcompare import Shapes, grid, problem
 
-ELEMENTWISE_SIZES = [100, 10_000, 1_000_000]
+ELEMENTWISE_SIZES = [100, 1_000, 10_000, 1_000_000]
 ELEMENTWISE_OPERATORS = ("value", "jvp", "vjp", "jacfwd", "jacrev")
 
 
@@ -60,7 +60,7 @@ def _(n):
 
 
 MLP_LAYERS = 3
-MLP_SIZES = grid(B=[16, 128], h=[16, 64, 256])
+MLP_SIZES = grid(B=[16, 128], h=[4, 16, 64, 256])
 
 
 def _predict(params, x, xp):
