@@ -115,3 +115,35 @@ def test_workers_on_the_cpu_go_on_after_a_failure(registry):
 
     assert Adapter.unusable_after_failure(registry.adapter("jax"), "cpu") is None
     assert "error state" in Adapter.unusable_after_failure(registry.adapter("jax"), "cuda")
+
+
+def test_a_killed_run_takes_its_worker_with_it(tmp_path):
+    """A worker in the middle of a long cell dies with the `adcompare run` that started it, instead of computing
+    on (it has its own session, so killing the run's process group does not reach it)."""
+    from .conftest import FIXTURES
+
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "adcompare", "run", "--plugin", str(FIXTURES / "plugins" / "faults.py"),
+           "--problem", "sleeps", "--size", "n3", "--adapter", "jax", "--variant", "eager", "--dtype", "float64",
+           "--no-progress", "-o", str(out)]
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    worker = None
+    deadline = time.monotonic() + 120  # a safety net: the worker starts within seconds
+    while worker is None and time.monotonic() < deadline and run.poll() is None:
+        found = subprocess.run(["pgrep", "-P", str(run.pid), "-f", "adcompare.worker"], capture_output=True,
+                               text=True).stdout.split()
+        worker = int(found[0]) if found else None
+        time.sleep(0.05)
+    assert worker is not None, "no worker started"
+    os.killpg(run.pid, signal.SIGKILL)  # the run's group, as a terminal's Ctrl-\\ or a scheduler would
+    run.wait()
+    deadline = time.monotonic() + 30  # the kernel kills it at once; the `sleeps` cell would hold it for 60 s
+    while time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{worker}/stat").read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"):  # dead, not yet reaped by whoever inherited it
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"worker {worker} outlived its run")
