@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from adcompare import hookimpl
+from adcompare import hookimpl, loops
 from adcompare.adapter import Adapter, Bound, Capability, Prepared
 
 ALGORITHMS = {
@@ -30,6 +30,27 @@ ALGORITHMS = {
 
 
 COMPILE_METHOD = "ahead of time: jax.jit(f).lower(...).compile(); timed calls go through the same jax.jit"
+_STAGED: list[ModuleType] = []
+
+
+def staged_namespace() -> ModuleType:
+    """jax.numpy for the compiled variant, as a module of its own whose `adcompare.fold` is `lax.scan`: jit then
+    compiles a problem's loop body once instead of unrolling it. The eager variant gets jax.numpy itself, so its
+    loops stay op by op."""
+    if not _STAGED:
+        import jax
+        import jax.numpy as jnp
+
+        ns = ModuleType("adcompare.adapters.jax.staged", "jax.numpy; adcompare.fold is jax.lax.scan")
+        ns.__dict__.update({k: v for k, v in vars(jnp).items() if not k.startswith("__")})
+
+        def scan(step, carry, xs):
+            return jax.lax.scan(lambda c, x: (step(c, x), None), carry, xs)[0]
+
+        loops.register(ns, scan)
+        _STAGED.append(ns)
+    return _STAGED[0]
+
 
 
 def build_operator(jax: ModuleType, operator: str, f):
@@ -110,7 +131,7 @@ class JaxAdapter(Adapter):
         # them in the program as literals (megabytes at large sizes, and open to constant folding); a dict
         # argument costs a pytree flatten per call. AOT compilation fills jax.jit's own cache, so the timed
         # calls take jax.jit's C++ fast path, not the slower Python call of the AOT `Compiled` object.
-        problem, xp, names, n = bound.request.problem, self.namespace(), tuple(bound.constants), len(args)
+        problem, xp, names, n = bound.request.problem, staged_namespace(), tuple(bound.constants), len(args)
 
         def staged(*flat: Any) -> Any:
             f = problem.bind(xp, dict(zip(names, flat[n:])))

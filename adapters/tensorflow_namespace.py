@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from adcompare import loops
+
 
 def import_tensorflow() -> ModuleType:
     """TensorFlow, imported quietly: both variables are needed here (either alone still prints start-up logs)."""
@@ -328,4 +330,20 @@ def namespace() -> ModuleType:
     for name, value in ATTRIBUTES.items():
         setattr(ns, name, value(tf))
     ns.linalg = linalg
+    loops.register(ns, _while_fold(tf))
     return ns
+
+
+def _while_fold(tf: ModuleType) -> Callable[..., Any]:
+    """`adcompare.fold` inside tf.function (graph and XLA variants): a tf.while_loop, so the step is traced once;
+    eagerly (NotImplemented) the Python loop runs op by op, as the eager variant should."""
+    def fold(step: Callable[..., Any], carry: Any, xs: tuple[Any, ...]) -> Any:
+        if tf.executing_eagerly():
+            return NotImplemented
+        n = int(xs[0].shape[0])
+
+        def body(t: Any, c: Any) -> tuple[Any, Any]:
+            return t + 1, step(c, tuple(tf.gather(x, t) for x in xs))
+
+        return tf.while_loop(lambda t, c: t < n, body, (tf.constant(0), carry), maximum_iterations=n)[1]
+    return fold

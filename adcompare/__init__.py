@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
 from .hookspecs import hookimpl
+from .loops import fold
 from .problem import Problem, grid, problem
 from .shapes import Shapes
 
@@ -19,5 +20,5 @@ except Exception:  # running from a source tree that is not installed
 __all__ = [
     "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes",
     "Support",
-    "grid", "hookimpl", "problem", "__version__",
+    "fold", "grid", "hookimpl", "problem", "__version__",
 ]

@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--tag", action="append", help="only problems with this tag")
     p.add_argument("--suites", action="store_true",
-                   help="each suite's cell count, modelled cost and the cost measured in --history results")
+                   help="each suite's cell count, modelled cost, the cost measured on this machine (results/ and "
+                        "--history) and the project's last published run")
     p.add_argument("--history", action="append", metavar="RESULTS",
                    help="with --suites: results files whose times (this machine's fingerprint) are summed")
     _add_plugin_option(p)

@@ -71,7 +71,8 @@ def _build_environments(registry, args, header: dict) -> dict[str, environments.
 def cmd_list(args: argparse.Namespace) -> int:
     registry = _registry(args)
     if args.suites:
-        costs = study.suite_costs(registry, SUITES, study.history(args.history or (), _machine(registry).id))
+        costs = study.suite_costs(registry, SUITES, study.history([*_past_runs(), *(args.history or ())],
+                                                                  _machine(registry).id))
         if args.json:
             print(json.dumps([dataclasses.asdict(c) for c in costs], indent=2))
         else:
@@ -183,13 +184,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _past_runs() -> list[Path]:
+    """Results files of earlier runs in results/ (run's default output); history keeps this machine's cells."""
+    return sorted(RESULTS_DIR.glob("*.jsonl")) if RESULTS_DIR.is_dir() else []
+
+
 def _study(registry, args) -> tuple[study.Study, dict]:
     """This invocation's study (shard, resume, budget) and the provenance whose fingerprint picks the history."""
     plan = _plan(registry, _selection(args, registry), args)
     prov = _provenance(registry, args)
     done = frozenset(finished_keys(args.output)) if args.resume else frozenset()
-    earlier = sorted(RESULTS_DIR.glob("*.jsonl")) if RESULTS_DIR.is_dir() else []  # this machine's past runs
-    past = study.history([*([args.output] if args.output else []), *earlier, *(args.history or ())],
+    past = study.history([*([args.output] if args.output else []), *_past_runs(), *(args.history or ())],
                          prov["machine"]["fingerprint"])
     shard = ShardSpec.parse(args.shard) if args.shard else None
     return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",

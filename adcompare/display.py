@@ -236,12 +236,16 @@ def _minutes(seconds: float) -> str:
 
 
 def print_suite_costs(console: Console, costs: Sequence[Any]) -> None:
-    """`adcompare list --suites`: cells, the modelled cost and what earlier results on this machine measured."""
+    """`adcompare list --suites`: cells, the modelled cost, what earlier results on this machine measured, and the
+    project's last published end-to-end run of the suite (on its machine)."""
     table = Table(title="suites (cost on this machine)")
-    for col in ("suite", "cells", "to run", "estimated", "measured (this machine)"):
-        table.add_column(col, justify="left" if col in ("suite", "measured (this machine)") else "right")
+    for col in ("suite", "cells", "to run", "estimated", "measured (this machine)", "last published run"):
+        table.add_column(col, justify="right" if col in ("cells", "to run", "estimated") else "left")
     for c in costs:
         measured = (f"{_minutes(c.measured_seconds)} over {c.measured_cells} of {c.to_run} cells"
-                    if c.measured_cells else "— (pass --history RESULTS)")
-        table.add_row(c.suite, str(c.cells), str(c.to_run), _minutes(c.estimated_seconds), measured)
+                    if c.measured_cells else "— (none in results/ or --history)")
+        p = c.published
+        published = (f"{_minutes(p['wall_seconds'])} wall, {p['cells']} cells on {p['machine']} ({p['date']})"
+                     if p else "—")
+        table.add_row(c.suite, str(c.cells), str(c.to_run), _minutes(c.estimated_seconds), measured, published)
     console.print(table)

@@ -93,7 +93,10 @@ def run_local(args: argparse.Namespace, commands: list[list[str]], paths: list[P
     codes = []
     for k, argv in enumerate(commands, start=1):
         err.print(f"shard {k}/{len(commands)}: {paths[k - 1]}", highlight=False)
+        began = time.perf_counter()
         codes.append(run_shard_job(argv))
+        err.print(f"shard {k}/{len(commands)}: {_cells_in(paths[k - 1])} cells in {time.perf_counter() - began:.0f} s "
+                  f"(exit {codes[-1]})", highlight=False)
     return codes
 
 

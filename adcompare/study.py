@@ -2,6 +2,7 @@
 out — with the estimate behind each choice, and the `--dry-run` view of it (text, or JSON for scripts)."""
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,6 +100,14 @@ def cells_json(registry: Registry, study: Study) -> dict[str, Any]:
             "startup_seconds": {"/".join(g): s for g, s in study.estimate.startups.items()}, "cells": rows}
 
 
+BASELINES = Path(__file__).with_name("suite_baselines.json")  # written by benchmarks/suite_baseline.py
+
+
+def published_baselines() -> dict[str, dict[str, Any]]:
+    """Each suite's last published end-to-end measurement (cells, wall seconds, machine, date, results file)."""
+    return json.loads(BASELINES.read_text(encoding="utf-8")) if BASELINES.is_file() else {}
+
+
 @dataclass(frozen=True)
 class SuiteCost:
     """A suite's size and cost on this machine: modelled, and measured where earlier results cover it."""
@@ -109,13 +118,15 @@ class SuiteCost:
     estimated_seconds: float
     measured_cells: int  # cells of the suite with a measured wall time on this machine
     measured_seconds: float  # their summed wall time (start-ups excluded)
+    published: dict[str, Any] | None = None  # the project's last end-to-end run of the suite (suite_baselines.json)
 
 
 def suite_costs(registry: Registry, suites: Sequence[str], past: History = History()) -> list[SuiteCost]:
-    out = []
+    out, published = [], published_baselines()
     for name in suites:
         p = make_plan(registry, Selection(suite=name))
         model = estimate(registry, p.cells)
         measured = [past.cells[c.key] for c in p.cells if c.key in past.cells]
-        out.append(SuiteCost(name, p.total, len(p.cells), model.total, len(measured), sum(measured)))
+        out.append(SuiteCost(name, p.total, len(p.cells), model.total, len(measured), sum(measured),
+                             published.get(name)))
     return out

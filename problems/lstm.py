@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adcompare import Shapes, problem
+from adcompare import Shapes, fold, problem
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
@@ -60,25 +60,30 @@ def lstm(params, /, *, state, sequence, xp):
 
         f = −(1 / (b(c − 1))) Σₜ Σₖ sequence[t+1]ₖ (ŷₖ − log(Σ exp(ŷ) + 2)).
 
-    The loop over c − 1 steps and l layers is Python, static in the shapes: eager runs dispatch ~20·l·c
-    operations, compilers unroll it (compile time grows with c). ADBench's sizes: l ∈ {2, 4}, c ∈ {1024, 4096},
-    b = 14 (data/lstm/lstm_l*_c*.txt).
+    The loop over the c − 1 steps is `adcompare.fold`: eager variants run it op by op (~20·l·c operations
+    dispatched), JAX's and TensorFlow's compiled variants as one loop (lax.scan, tf.while_loop) whose step they
+    compile once; torch.compile unrolls it (compile time grows with c). The loop over l layers is Python,
+    unrolled in the step. ADBench's sizes: l ∈ {2, 4}, c ∈ {1024, 4096}, b = 14 (data/lstm/lstm_l*_c*.txt).
     """
     layers = state.shape[0] // 2
     b = sequence.shape[1]
     main = xp.reshape(params[:8 * layers], (2 * layers, 4 * b))
     scale_in, scale_out, bias_out = params[8 * layers], params[8 * layers + 1], params[8 * layers + 2]
-    hidden = [state[2 * i] for i in range(layers)]
-    cell = [state[2 * i + 1] for i in range(layers)]
-    total = 0.0
-    for t in range(sequence.shape[0] - 1):
-        x = sequence[t] * scale_in
+
+    def step(carry, characters):
+        hidden, cell, total = list(carry[0]), list(carry[1]), carry[2]
+        current, following = characters
+        x = current * scale_in
         for i in range(layers):
             hidden[i], cell[i] = _layer(main[2 * i], main[2 * i + 1], hidden[i], cell[i], x, xp)
             x = hidden[i]
         prediction = x * scale_out + bias_out
         normalised = prediction - xp.log(xp.sum(xp.exp(prediction)) + 2.0)
-        total = total + xp.sum(sequence[t + 1] * normalised)
+        return hidden, cell, total + xp.sum(following * normalised)
+
+    start = ([state[2 * i] for i in range(layers)], [state[2 * i + 1] for i in range(layers)],
+             xp.zeros((), dtype=params.dtype))
+    total = fold(step, start, (sequence[:-1], sequence[1:]), xp=xp)[2]
     return -total / (b * (sequence.shape[0] - 1))
 
 

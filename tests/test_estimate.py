@@ -7,6 +7,7 @@ import json
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
 from adcompare.cell import Cell
+from adcompare import study
 from adcompare.cli import main
 from adcompare.estimate import History, estimate
 from adcompare.fingerprint import Machine
@@ -17,7 +18,7 @@ from adcompare.status import Status
 
 def test_the_model_grows_with_size_and_slow_compilers(registry):
     plan = make_plan(registry, Selection(problems=("exp_dot_loss",), operators=("jacfwd",), suite="full",
-                                         adapters=("torch",), dtypes=("float64",)))
+                                         adapters=("torch",), dtypes=("float32",)))
     est = estimate(registry, plan.cells)
     eager = [est.cells[c.key] for c in plan.cells if c.variant == "eager"]
     assert eager == sorted(eager) and eager[-1] > 2 * eager[0]
@@ -68,4 +69,18 @@ def test_list_suites_counts_cells_and_sums_this_machines_measured_times(capsys, 
     assert costs["quick"]["measured_cells"] == 1 and costs["quick"]["measured_seconds"] > 0
     assert costs["quick"]["estimated_seconds"] > 0
     assert main(["list", "--suites"]) == 0
-    assert "pass --history RESULTS" in capsys.readouterr().out
+    assert "none in results/ or --history" in capsys.readouterr().out
+
+
+def test_list_suites_reads_this_machines_earlier_runs_and_the_published_baselines(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # run's default output goes to ./results/, which list --suites reads unasked
+    assert main(["run", "--problem", "f_xy", "--adapter", "autograd", "--variant", "eager", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["list", "--suites", "--json"]) == 0
+    costs = {c["suite"]: c for c in json.loads(capsys.readouterr().out)}
+    assert costs["quick"]["measured_cells"] == 1
+    published = study.published_baselines()
+    for suite, entry in published.items():  # each published run names its cells, wall time, machine and file
+        assert costs[suite]["published"] == entry
+        assert entry["cells"] > 0 and entry["wall_seconds"] > 0 and entry["machine"] and entry["results"]
+    assert "full" in published  # the project's baseline run of the full suite (benchmarks/results/full/)

@@ -126,15 +126,17 @@ def test_a_killed_run_takes_its_worker_with_it(tmp_path):
     cmd = [sys.executable, "-m", "adcompare", "run", "--plugin", str(FIXTURES / "plugins" / "faults.py"),
            "--problem", "sleeps", "--size", "n3", "--adapter", "jax", "--variant", "eager", "--dtype", "float64",
            "--no-progress", "-o", str(out)]
-    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    worker = None
-    deadline = time.monotonic() + 120  # a safety net: the worker starts within seconds
-    while worker is None and time.monotonic() < deadline and run.poll() is None:
-        found = subprocess.run(["pgrep", "-P", str(run.pid), "-f", "adcompare.worker"], capture_output=True,
-                               text=True).stdout.split()
-        worker = int(found[0]) if found else None
+    marker = tmp_path / "asleep"
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                           env={**os.environ, "SLEEPS_MARKER": str(marker)})
+    deadline = time.monotonic() + 120  # a safety net: the worker reaches the cell within seconds
+    while not marker.exists() and time.monotonic() < deadline and run.poll() is None:
         time.sleep(0.05)
-    assert worker is not None, "no worker started"
+    assert marker.exists(), "the worker never reached the sleeping cell"
+    found = subprocess.run(["pgrep", "-P", str(run.pid), "-f", "adcompare.worker"], capture_output=True,
+                           text=True).stdout.split()
+    assert len(found) == 1, found
+    worker = int(found[0])
     os.killpg(run.pid, signal.SIGKILL)  # the run's group, as a terminal's Ctrl-\\ or a scheduler would
     run.wait()
     deadline = time.monotonic() + 30  # the kernel kills it at once; the `sleeps` cell would hold it for 60 s

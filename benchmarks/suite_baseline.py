@@ -1,0 +1,42 @@
+"""Publish a suite's end-to-end measurement: `adcompare list --suites` shows it as the suite's last published run.
+
+Reads the results file of a whole-suite run (merged shards included) and writes the suite's entry in
+adcompare/suite_baselines.json: cells recorded, wall time, the machine (CPU and core count from the file's
+provenance), the date, and where the results are committed. The wall time is what the run took end to end, passed
+with --wall (e.g. from `time`); without it, the sum of the cells' and workers' start-up times the file records.
+Run: python benchmarks/suite_baseline.py SUITE RESULTS [--wall SECONDS] [--committed PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from adcompare.results import load
+from adcompare.study import BASELINES
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suite")
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--wall", type=float, help="end-to-end wall seconds of the run")
+    parser.add_argument("--committed", help="where the results are committed (default: RESULTS as given)")
+    args = parser.parse_args()
+    results = load([args.results])
+    ms = results.measurements
+    recorded = sum(float(m.details.get("wall_seconds", 0.0)) for m in ms) + \
+        sum(float(w.get("startup_seconds", 0.0)) for w in results.workers)
+    prov = results.provenance[0]
+    entry = {"cells": len(ms), "wall_seconds": round(args.wall if args.wall else recorded, 1),
+             "wall_source": "end to end" if args.wall else "sum of cell and start-up times",
+             "machine": f"{prov.get('cpu') or 'unknown CPU'}, {prov.get('cpu_count', '?')} cores",
+             "date": str(prov.get("date", ""))[:10], "results": args.committed or str(args.results)}
+    table = json.loads(BASELINES.read_text(encoding="utf-8")) if BASELINES.is_file() else {}
+    table[args.suite] = entry
+    BASELINES.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{args.suite}: {entry}")
+
+
+if __name__ == "__main__":
+    main()
