@@ -41,9 +41,12 @@ SECONDS_PER_ELEMENT = 3e-9  # memory traffic per element an operator materialise
 SECONDS_PER_FLOP = 2e-10  # one core's arithmetic
 COMPILE = 0.15  # a compiled variant's first call (trace + compile) of a small function
 COMPILE_PER_OPERATION = 0.005  # and per traced operation
-SLOW_COMPILE = 15.0  # an adapter's slow variant (torch.compile): seconds per cell
+SLOW_COMPILE = 2.0  # an adapter's slow variant (torch.compile): seconds per cell once its compiler is warm …
+SLOW_COLD_START = 12.0  # … and once per worker for the compiler's own first use (torch.compile: 11.7–14 s measured)
 EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
 DEFAULT_OPERATIONS = 6
+SHARED_REFERENCE = {"jacfwd": "jacobian", "jacrev": "jacobian", "vmap_jacfwd": "per-example jacobian",
+                    "vmap_jacrev": "per-example jacobian"}
 SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
 DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
@@ -129,7 +132,7 @@ def reference_seconds(operator: str, shapes: Shapes) -> float:
 
 
 def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
-                  first_use: bool = True) -> float:
+                  first_use: bool = True, cold: bool = False) -> float:
     """One cell's modelled wall time (worker start-up excluded); `first_use`: the first cell of its (problem,
     size, operator) in its worker, which pays JAX's per-primitive compilation in eager mode."""
     adapter = registry.adapters[cell.adapter]
@@ -143,7 +146,7 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
     per_call = (ops * DISPATCH.get(cell.adapter, DEFAULT_DISPATCH) if eager else 0.0) \
         + arithmetic_passes(cell.operator, shapes) * evaluation_seconds(shapes) + SECONDS_PER_ELEMENT * elements
     if slow:
-        first = SLOW_COMPILE + ops * COMPILE_PER_OPERATION * 10
+        first = SLOW_COMPILE + ops * COMPILE_PER_OPERATION * 10 + (SLOW_COLD_START if cold else 0.0)
     elif eager:
         first = min(ops, DISTINCT_OPERATIONS) * EAGER_FIRST_USE.get(cell.adapter, 0.0) if first_use else 0.0
     else:
@@ -163,9 +166,14 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     referenced: set[tuple] = set()
     timing_out: set[tuple] = set()
     eager_seen: set[tuple] = set()  # (worker group, problem, size, operator) already run eagerly
+    warm: set[tuple] = set()  # worker groups whose slow compiler has already started
     shapes: dict[tuple[str, str], Shapes] = {}  # a size's label is looked up once, not once per cell
     for c in cells:
-        key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, c.operator)
+        # jacfwd and jacrev check against one Jacobian (reference.py caches it), as do the per-example pair.
+        shared = SHARED_REFERENCE.get(c.operator, c.operator)
+        key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, shared)
+        group = (c.adapter, c.dtype, c.device)
+        slow = c.variant in registry.adapters[c.adapter].slow_variants
         if key in history.cells:
             out[key] = history.cells[key]
             measured.add(key)
@@ -176,11 +184,13 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             family = (c.problem, c.operator, c.adapter, c.variant, c.device, c.dtype)
             seconds = model_seconds(registry, c, shapes[(c.problem, c.size)],
                                     with_reference=ref_key not in referenced,
-                                    first_use=ref_key not in eager_seen)
+                                    first_use=ref_key not in eager_seen, cold=slow and group not in warm)
             out[key] = SKIPPED_SECONDS if family in timing_out else min(seconds, timeout)
             if seconds >= timeout:
                 timing_out.add(family)
         referenced.add(ref_key)
+        if slow:
+            warm.add(group)
         if c.variant.startswith("eager"):
             eager_seen.add(ref_key)
     startups = {}
