@@ -149,8 +149,8 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
         first = SLOW_COMPILE + ops * COMPILE_PER_OPERATION * 10 + (SLOW_COLD_START if cold else 0.0)
     elif eager:
         first = min(ops, DISTINCT_OPERATIONS) * EAGER_FIRST_USE.get(cell.adapter, 0.0) if first_use else 0.0
-    else:
-        first = COMPILE + ops * COMPILE_PER_OPERATION
+    else:  # a loop written as adcompare.fold compiles its step once (JAX, TensorFlow): distinct operations count
+        first = COMPILE + min(ops, DISTINCT_OPERATIONS) * COMPILE_PER_OPERATION
     reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
     return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference + timed_seconds(per_call)
 

@@ -30,6 +30,7 @@ class SuiteEntry:
     slow_variants: tuple[str, ...] = ()  # operators for which slow variants run too
     slow_sizes: tuple[str, ...] | None = None  # sizes at which they run (None: every size of the entry)
     slow_dtypes: tuple[str, ...] | None = None  # dtypes in which they run (None: every dtype)
+    float64_at: tuple[str, ...] | None = None  # sizes at which float64 runs (None: every size)
     sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
     others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
 
@@ -42,6 +43,8 @@ class SuiteEntry:
         if slow and self.slow_sizes is not None and label not in self.slow_sizes:
             return False
         if slow and self.slow_dtypes is not None and cell.dtype not in self.slow_dtypes:
+            return False
+        if cell.dtype == "float64" and self.float64_at is not None and label not in self.float64_at:
             return False
         if self.sweep is not None and f"{cell.adapter}:{cell.variant}" not in self.sweep \
                 and label not in self.others_at:
@@ -79,7 +82,9 @@ QUICK: tuple[SuiteEntry, ...] = (
 # (a full Jacobian by forward mode of a wide function, a Hessian, reverse mode over many outputs) keep to the
 # sizes where they take seconds, while their family (jacobian, second-order, per-example) reaches the larger ones
 # through the cheap member; slow variants (torch.compile) run every operator at the smallest size in float32; compilers that
-# unroll LSTM's loop over c stop below the largest c. ADBench's own grids are the `adbench` suite.
+# unroll LSTM's loop over c stop below the largest c. Scaling is timed in float32; float64 runs each entry at one
+# size (the middle one), every adapter and variant, which says what the dtype costs without doubling the hour.
+# ADBench's own grids are the `adbench` suite.
 SCALAR = ("value", "grad", "jvp", "vjp", "hvp", "jacrev")  # a scalar-output problem's cheap operators
 WIDE = ("hessian", "jacfwd")  # n tangents or n HVPs on a scalar-output problem
 ELEMENTWISE = ("value", "jvp", "vjp")
@@ -93,17 +98,19 @@ def _full(problem: str, sizes: tuple[str, ...], operators: tuple[str, ...] | Non
     every = ("value", "grad", "jvp", "vjp", "hvp", "hessian", "jacfwd", "jacrev", "vmap_grad", "vmap_jacfwd",
              "vmap_jacrev") if operators is None else operators
     return SuiteEntry(problem, sizes, operators, slow_variants=every, slow_sizes=sizes[:1], slow_dtypes=("float32",),
-                      **rules)
+                      float64_at=sizes[(len(sizes) - 1) // 2:][:1], **rules)
 
 
 SMALL = ("n2",)
 SEED_N = ("n10", "n100", "n1000", "n10000")
 FULL: tuple[SuiteEntry, ...] = (
     _full("f_xy", SMALL), _full("g_xy", SMALL), _full("f_r2_r3", SMALL),
-    _full("exp_dot_loss", SEED_N, SCALAR + ("jacfwd",)), _full("exp_dot_loss", SEED_N[:2], ("hessian",)),
+    # Seed 001's forward against reverse mode to n = 10⁴; the other operators to n = 1000.
+    _full("exp_dot_loss", SEED_N, ("jacfwd", "jacrev")), _full("exp_dot_loss", SEED_N[:3], SCALAR[:-1]),
+    _full("exp_dot_loss", SEED_N[:2], ("hessian",)),
     _full("control_loop", SEED_N[:3], SCALAR), _full("control_loop", SEED_N[:2], WIDE),
     _full("control_loop_static", SEED_N[:3], SCALAR), _full("control_loop_static", SEED_N[:2], WIDE),
-    _full("rbf_kernel_point", SEED_N, ("value", "jvp", "vjp", "jacfwd")),
+    _full("rbf_kernel_point", SEED_N, ("jacfwd",)), _full("rbf_kernel_point", SEED_N[:3], ("value", "jvp", "vjp")),
     _full("rbf_kernel_point", SEED_N[:3], ("jacrev",)),
     _full("rbf_kernel_map", SEED_N[:3], ("value", "jvp", "vjp", "jacfwd", "vmap_jacfwd")),
     _full("rbf_kernel_map", SEED_N[:2], ("vmap_jacrev",)), _full("rbf_kernel_map", SEED_N[:1], ("jacrev",)),  # n² VJPs
@@ -120,16 +127,20 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("gmm", ("d2-K5-n1000", "d10-K5-n1000"), WIDE),
     _full("gmm_posterior", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),
     _full("gmm_posterior", ("d2-K5-n1000", "d10-K5-n1000"), WIDE),
-    _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300", "n10-m200-p3000"), ("value", "jvp", "vjp", "jacfwd")),
+    _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300", "n10-m200-p3000"), ("value", "jvp", "vjp")),
+    # TensorFlow's eager Jacobians re-trace pfor on every call: 1–5 s a call whatever p; at the smallest p only.
+    _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300", "n10-m200-p3000"), ("jacfwd",),
+          sweep=tuple(p for p in VECTORISED + ("autograd:eager", "torch:eager-autograd") if p != "tensorflow:eager"),
+          others_at=("n3-m10-p30",)),
     # autograd has no vmap: its per-example Jacobians are a Python loop, 5.4 s a call at p = 300 (p = 3000: ~1 min).
     _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300", "n10-m200-p3000"), ("vmap_jacfwd", "vmap_jacrev"),
-          sweep=VECTORISED, others_at=("n3-m10-p30", "n5-m50-p300")),
+          sweep=tuple(p for p in VECTORISED if p != "tensorflow:eager"), others_at=("n3-m10-p30",)),
     _full("bundle_adjustment", ("n3-m10-p30", "n5-m50-p300"), ("jacrev",)),  # 3p reverse passes
     # JAX's eager grad at c = 800 takes 15 s a call, and torch.compile unrolls the loop over c (adcompare.fold is a
     # lax.scan or tf.while_loop for the other compilers): c = 800 runs where that costs little, the rest stop at 80.
     _full("lstm", ("l1-c8-b14", "l1-c80-b14", "l1-c800-b14"), ("value", "grad"), sweep=CHEAP_LSTM,
           others_at=("l1-c8-b14", "l1-c80-b14")),
-    _full("lstm", ("l1-c8-b14", "l1-c80-b14"), ("jvp", "vjp")),
+    _full("lstm", ("l1-c8-b14",), ("jvp", "vjp")),  # JAX eager: 3–10 s a call at c = 80
 )
 
 # ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and

@@ -221,10 +221,20 @@ CASES = {  # (problem, operator): variants. Compiled: one value and one reverse-
     ("bundle_adjustment", "value"): ("eager", "compiled"),
     ("bundle_adjustment", "vmap_jacfwd"): ("eager",),
     ("bundle_adjustment", "vmap_jacrev"): ("eager", "compiled"),
-    ("lstm", "value"): ("eager",), ("lstm", "grad"): ("eager",),
+    # LSTM's loop over c is adcompare.fold: JAX and TensorFlow compile it as one loop, 0.5–3 s at c = 1024.
+    ("lstm", "value"): ("eager", "compiled"), ("lstm", "grad"): ("eager", "compiled"),
 }
-SLOW_CASES = {("bundle_adjustment", "vmap_jacfwd"): ("compiled",),  # ~1 min per compile on a loaded 2-core box
-              ("lstm", "value"): ("compiled",), ("lstm", "grad"): ("compiled",)}
+SLOW_CASES = {("bundle_adjustment", "vmap_jacfwd"): ("compiled",)}  # ~1 min per compile on a loaded 2-core box
+# torch.compile unrolls LSTM's loop (torch 2.13's scan operator fails under torch.compile of torch.func.grad:
+# "Expected FakeTensor"), and unrolled it compiled for 73 s (value) and 246 s (grad) at l = 1, c = 80, growing
+# faster than c: ADBench's l = 2, c = 1024 is out of reach, so torch's LSTM goldens are checked eagerly only.
+UNROLLED = {"torch": ("lstm",)}
+
+
+def cases_for(adapter_name: str, cases: dict) -> dict:
+    skip = UNROLLED.get(adapter_name, ())
+    return {key: tuple(v for v in variants if not (key[0] in skip and v == "compiled"))
+            for key, variants in cases.items()}
 
 
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
@@ -315,9 +325,9 @@ def _assert_compiled_ran(adapter_name: str, results: dict[str, object]) -> None:
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
 def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(adapter_name):
     """GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
-    compilation), LSTM objective and gradient (eager)."""
+    compilation), LSTM objective and gradient (compiled where the compiler keeps the loop: see UNROLLED)."""
     _available(adapter_name)
-    results = _in_worker(adapter_name, CASES)
+    results = _in_worker(adapter_name, cases_for(adapter_name, CASES))
     _assert_goldens(results)
     _assert_compiled_ran(adapter_name, results)
 
@@ -325,7 +335,7 @@ def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(adapter_nam
 @pytest.mark.slow
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
 def test_every_adapter_reproduces_adbench_goldens_compiled_slow(adapter_name):
-    """LSTM compiled (a 1,023-step loop unrolled by every compiler) and BA's forward-mode blocks compiled."""
+    """BA's forward-mode blocks compiled."""
     _available(adapter_name)
     results = _in_worker(adapter_name, SLOW_CASES)
     _assert_goldens(results)
