@@ -10,7 +10,8 @@ trip to the worker), compilation for compiled variants (seconds per cell for the
 float64 reference (full derivatives by differencing up to reference.FULL_REFERENCE_BUDGET, once per worker and
 (problem, size, operator): every variant shares it), a first call, and the timer's warm-up and blocks, bounded by
 timing.TimingPolicy. A call's cost grows with the elements the operator materialises (operators.minimum_elements).
-The constants are priors for a CPU core; a run's records replace them on the next plan.
+The constants are priors fitted on the project's 2-core machine (the quick suite, and the full suite's first
+shard); a run's records replace them on the next plan.
 """
 from __future__ import annotations
 
@@ -35,8 +36,14 @@ DEFAULT_CELL_OVERHEAD = 0.1
 DISPATCH = {"tensorflow": 6e-5, "torch": 1e-5, "jax": 3e-5, "autograd": 1e-5}
 DEFAULT_DISPATCH = 3e-5
 # JAX compiles every primitive on its first eager use at each shape, and each operator's transform brings its own:
-# the first eager cell of each (problem, size, operator) in a worker pays (measured 14–34 s for GMM's first calls).
-EAGER_FIRST_USE = {"jax": 0.05}
+# the first eager cell of each (problem, size, operator) in a worker pays (GMM's first grad call: 3.7–4.5 s).
+EAGER_FIRST_USE = {"jax": 0.02}
+# TensorFlow's eager Jacobians (tape.jacobian, vectorized_map) re-trace their pfor function on every call:
+# seconds per traced operation and pass, fitted to TensorFlow 2.21 on this project's 2-core machine (BA: 1.6 s a
+# jacfwd call, 3.8 s a vmap_jacfwd call whatever p), plus a fixed part per call.
+RETRACE = {"tensorflow": {"jacfwd": 0.01, "jacrev": 0.003, "hessian": 0.008, "vmap_jacfwd": 0.03,
+                          "vmap_jacrev": 0.007, "vmap_grad": 0.007}}
+RETRACE_BASE = 0.05
 SECONDS_PER_ELEMENT = 3e-9  # memory traffic per element an operator materialises
 SECONDS_PER_FLOP = 2e-10  # one core's arithmetic
 COMPILE = 0.15  # a compiled variant's first call (trace + compile) of a small function
@@ -143,8 +150,10 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
     if capability.support.value == "emulated":  # built from a Python loop: operations once per basis vector
         ops *= max(1, arithmetic_passes(cell.operator, shapes) // OPERATION_PASSES[cell.operator])
     elements = adapter.materialised_elements(cell.operator, cell.variant, shapes)
+    retrace = RETRACE.get(cell.adapter, {}).get(cell.operator)
     per_call = (ops * DISPATCH.get(cell.adapter, DEFAULT_DISPATCH) if eager else 0.0) \
-        + arithmetic_passes(cell.operator, shapes) * evaluation_seconds(shapes) + SECONDS_PER_ELEMENT * elements
+        + arithmetic_passes(cell.operator, shapes) * evaluation_seconds(shapes) + SECONDS_PER_ELEMENT * elements \
+        + (RETRACE_BASE + retrace * ops if eager and retrace else 0.0)
     if slow:
         first = SLOW_COMPILE + ops * COMPILE_PER_OPERATION * 10 + (SLOW_COLD_START if cold else 0.0)
     elif eager:
