@@ -1,6 +1,7 @@
 """Publish a suite's end-to-end measurement: `adcompare list --suites` shows it as the suite's last published run.
 
-Reads the results file of a whole-suite run (merged shards included) and writes the suite's entry in
+Reads the results file of a whole-suite run (merged shards included), prints its cells by status and its five most
+expensive families, and writes the suite's entry in
 adcompare/suite_baselines.json: cells recorded, wall time, the machine (CPU and core count from the file's
 provenance), the date, and where the results are committed. The wall time is what the run took end to end, passed
 with --wall (e.g. from `time`); without it, the sum of the cells' and workers' start-up times the file records.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from adcompare.results import load
@@ -36,6 +38,13 @@ def main() -> None:
     table[args.suite] = entry
     BASELINES.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{args.suite}: {entry}")
+    print("cells by status: " + ", ".join(f"{n} {s}" for s, n in Counter(m.status.value for m in ms).most_common()))
+    family: dict[str, float] = defaultdict(float)  # problem · operator · adapter · variant, sizes and dtypes summed
+    for m in ms:
+        c = m.cell
+        family[f"{c.problem} · {c.operator} · {c.adapter} · {c.variant}"] += float(m.details.get("wall_seconds", 0.0))
+    print("most expensive families: " + "; ".join(f"{k} {v:.0f} s" for k, v in
+                                                    sorted(family.items(), key=lambda kv: -kv[1])[:5]))
 
 
 if __name__ == "__main__":

@@ -225,6 +225,8 @@ CASES = {  # (problem, operator): variants. Compiled: one value and one reverse-
     ("lstm", "value"): ("eager", "compiled"), ("lstm", "grad"): ("eager", "compiled"),
 }
 SLOW_CASES = {("bundle_adjustment", "vmap_jacfwd"): ("compiled",)}  # ~1 min per compile on a loaded 2-core box
+# TensorFlow's XLA cannot compile the TensorList its forward-mode vectorized_map builds (expectations.py).
+XLA_CANNOT = {"tensorflow": ("bundle_adjustment/vmap_jacfwd",)}
 # torch.compile unrolls LSTM's loop (torch 2.13's scan operator fails under torch.compile of torch.func.grad:
 # "Expected FakeTensor"), and unrolled it compiled for 73 s (value) and 246 s (grad) at l = 1, c = 80, growing
 # faster than c: ADBench's l = 2, c = 1024 is out of reach, so torch's LSTM goldens are checked eagerly only.
@@ -232,8 +234,9 @@ UNROLLED = {"torch": ("lstm",)}
 
 
 def cases_for(adapter_name: str, cases: dict) -> dict:
-    skip = UNROLLED.get(adapter_name, ())
-    return {key: tuple(v for v in variants if not (key[0] in skip and v == "compiled"))
+    skip, cannot = UNROLLED.get(adapter_name, ()), XLA_CANNOT.get(adapter_name, ())
+    return {key: tuple(v for v in variants
+                       if not (v == "compiled" and (key[0] in skip or "/".join(key) in cannot)))
             for key, variants in cases.items()}
 
 
@@ -337,6 +340,6 @@ def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(adapter_nam
 def test_every_adapter_reproduces_adbench_goldens_compiled_slow(adapter_name):
     """BA's forward-mode blocks compiled."""
     _available(adapter_name)
-    results = _in_worker(adapter_name, SLOW_CASES)
+    results = _in_worker(adapter_name, cases_for(adapter_name, SLOW_CASES))
     _assert_goldens(results)
     _assert_compiled_ran(adapter_name, results)
