@@ -14,6 +14,7 @@ loaded (`versions`) and, for a cell of a named environment (`run --env`), `cell.
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import os
 import warnings
@@ -56,10 +57,10 @@ def header(provenance: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
-    try:
-        text = path.read_text()
+    try:  # a published baseline is committed gzipped (benchmarks/results/full/)
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     except OSError as exc:
-        raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc.strerror}") from exc
+        raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc.strerror or exc}") from exc
     lines = text.splitlines()
     if not lines:
         raise ResultsFileError(f"{str(path)!r} is empty, not an adcompare results file")

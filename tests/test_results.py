@@ -66,3 +66,18 @@ def test_timing_statistics_are_numpys_median_and_percentiles():
         t = Timing(samples, 1, 0.1)
         q1, q3 = np.percentile(samples, [25, 75])
         assert (t.median, t.iqr, t.min) == (float(np.median(samples)), float(q3 - q1), min(samples))
+
+
+def test_a_gzipped_results_file_reads_like_the_plain_one(tmp_path):
+    """Published baselines are committed gzipped (benchmarks/results/full/); report, compare and --history read them."""
+    import gzip
+
+    plain = tmp_path / "r.jsonl"
+    with ResultsWriter(plain, {"host": "test"}) as w:
+        w.add(Measurement(Cell("f_xy", "n2", "grad", "jax", "eager", "cpu", "float64"), Status.OK))
+    packed = tmp_path / "r.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load([packed]).measurements == load([plain]).measurements
+    (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
+    with pytest.raises(ResultsFileError, match="cannot read results file"):
+        load([tmp_path / "bad.jsonl.gz"])
