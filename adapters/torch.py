@@ -193,6 +193,13 @@ class TorchAdapter(Adapter):
                     f"{torch.cuda.device_count()} GPU(s) visible); install a CUDA build on a machine with a GPU")
         return None
 
+    def unusable_after_failure(self, device: str) -> str | None:
+        # A failed torch.compile breaks torch.func's global state on the CPU too: in the full suite, after compiled
+        # vmap_jacfwd on rbf_kernel_map failed in fake-tensor tracing, every later cell of that worker failed, eager
+        # ones included ("InferenceMode::is_enabled() && primal.is_inference() … INTERNAL ASSERT FAILED").
+        return super().unusable_after_failure(device) or \
+            "a failed torch cell can leave torch.compile's and torch.func's global state broken (seen on the CPU)"
+
     def device_name(self, device: str) -> str:
         if device == "cuda" and self.device_unavailable(device) is None:
             import torch
