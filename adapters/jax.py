@@ -5,6 +5,7 @@ why each dtype gets its own worker); GPU memory pre-allocation is disabled by th
 """
 from __future__ import annotations
 
+import functools
 import time
 from types import ModuleType
 from typing import Any
@@ -30,27 +31,24 @@ ALGORITHMS = {
 
 
 COMPILE_METHOD = "ahead of time: jax.jit(f).lower(...).compile(); timed calls go through the same jax.jit"
-_STAGED: list[ModuleType] = []
 
 
+@functools.cache
 def staged_namespace() -> ModuleType:
     """jax.numpy for the compiled variant, as a module of its own whose `adcompare.fold` is `lax.scan`: jit then
     compiles a problem's loop body once instead of unrolling it. The eager variant gets jax.numpy itself, so its
     loops stay op by op."""
-    if not _STAGED:
-        import jax
-        import jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
 
-        ns = ModuleType("adcompare.adapters.jax.staged", "jax.numpy; adcompare.fold is jax.lax.scan")
-        ns.__dict__.update({k: v for k, v in vars(jnp).items() if not k.startswith("__")})
+    ns = ModuleType("adcompare.adapters.jax.staged", "jax.numpy; adcompare.fold is jax.lax.scan")
+    ns.__dict__.update({k: v for k, v in vars(jnp).items() if not k.startswith("__")})
 
-        def scan(step, carry, xs):
-            return jax.lax.scan(lambda c, x: (step(c, x), None), carry, xs)[0]
+    def scan(step, carry, xs):
+        return jax.lax.scan(lambda c, x: (step(c, x), None), carry, xs)[0]
 
-        loops.register(ns, scan)
-        _STAGED.append(ns)
-    return _STAGED[0]
-
+    loops.register(ns, scan)
+    return ns
 
 
 def build_operator(jax: ModuleType, operator: str, f):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cell import Cell
+from .operators import OPERATORS
 from .problem import Size, grid
 
 SCALING_N = ("n10", "n100", "n1000", "n10000")
@@ -81,9 +82,10 @@ QUICK: tuple[SuiteEntry, ...] = (
 # end in under an hour on a 2-core CPU (benchmarks/results/full/). Operators whose cost grows with a dimension
 # (a full Jacobian by forward mode of a wide function, a Hessian, reverse mode over many outputs) keep to the
 # sizes where they take seconds, while their family (jacobian, second-order, per-example) reaches the larger ones
-# through the cheap member; slow variants (torch.compile) run every operator at the smallest size in float32; compilers that
-# unroll LSTM's loop over c stop below the largest c. Scaling is timed in float32; float64 runs each entry at one
-# size (the middle one), every adapter and variant, which says what the dtype costs without doubling the hour.
+# through the cheap member; slow variants (torch.compile) run every operator at the smallest size in float32;
+# compilers that unroll LSTM's loop over c stop below the largest c. Scaling is timed in float32; float64 runs each
+# entry at one size (the middle one), every adapter and variant, which says what the dtype costs without doubling
+# the hour.
 # ADBench's own grids are the `adbench` suite.
 SCALAR = ("value", "grad", "jvp", "vjp", "hvp", "jacrev")  # a scalar-output problem's cheap operators
 WIDE = ("hessian", "jacfwd")  # n tangents or n HVPs on a scalar-output problem
@@ -95,10 +97,10 @@ CHEAP_LSTM = ("torch:eager", "torch:eager-autograd", "autograd:eager", "jax:comp
 
 
 def _full(problem: str, sizes: tuple[str, ...], operators: tuple[str, ...] | None = None, **rules) -> SuiteEntry:
-    every = ("value", "grad", "jvp", "vjp", "hvp", "hessian", "jacfwd", "jacrev", "vmap_grad", "vmap_jacfwd",
-             "vmap_jacrev") if operators is None else operators
-    return SuiteEntry(problem, sizes, operators, slow_variants=every, slow_sizes=sizes[:1], slow_dtypes=("float32",),
-                      float64_at=sizes[(len(sizes) - 1) // 2:][:1], **rules)
+    """An entry of the full suite: slow variants at the smallest size in float32, float64 at the middle size."""
+    middle = sizes[(len(sizes) - 1) // 2]
+    return SuiteEntry(problem, sizes, operators, slow_variants=operators or tuple(OPERATORS), slow_sizes=sizes[:1],
+                      slow_dtypes=("float32",), float64_at=(middle,), **rules)
 
 
 SMALL = ("n2",)
@@ -117,9 +119,12 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("linear_layer", ("n5-p8-o2", "n5-p64-o2", "n5-p512-o5")),
     _full("linear_layer_rowsum", ("n5-p8-o2", "n5-p64-o2", "n5-p512-o5")),
     # A dense n × n Jacobian at n = 10⁴ is 10⁸ elements (20–40 s a cell eagerly): Jacobians stop at n = 1000.
-    _full("tanh", ("n100", "n10000", "n1000000"), ELEMENTWISE), _full("tanh", ("n10", "n100", "n1000"), ("jacfwd", "jacrev")),
-    _full("selu", ("n100", "n10000", "n1000000"), ELEMENTWISE), _full("selu", ("n10", "n100", "n1000"), ("jacfwd", "jacrev")),
-    _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("value", "jvp", "vjp", "vmap_jacfwd", "vmap_jacrev")),
+    _full("tanh", ("n100", "n10000", "n1000000"), ELEMENTWISE),
+    _full("tanh", ("n10", "n100", "n1000"), ("jacfwd", "jacrev")),
+    _full("selu", ("n100", "n10000", "n1000000"), ELEMENTWISE),
+    _full("selu", ("n10", "n100", "n1000"), ("jacfwd", "jacrev")),
+    _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"),
+          ("value", "jvp", "vjp", "vmap_jacfwd", "vmap_jacrev")),
     _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev")),
     _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("value", "jvp", "vjp", "vmap_grad")),
     _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev", "vmap_jacfwd", "vmap_jacrev")),

@@ -20,6 +20,8 @@ import pytest
 
 from adcompare import plugins
 from adcompare.adapter import CellInputs
+from adcompare.cell import Cell
+from adcompare.expectations import expected
 from adcompare.input_files import with_inputs
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.reference import reference, reference_value
@@ -225,8 +227,6 @@ CASES = {  # (problem, operator): variants. Compiled: one value and one reverse-
     ("lstm", "value"): ("eager", "compiled"), ("lstm", "grad"): ("eager", "compiled"),
 }
 SLOW_CASES = {("bundle_adjustment", "vmap_jacfwd"): ("compiled",)}  # ~1 min per compile on a loaded 2-core box
-# TensorFlow's XLA cannot compile the TensorList its forward-mode vectorized_map builds (expectations.py).
-XLA_CANNOT = {"tensorflow": ("bundle_adjustment/vmap_jacfwd",)}
 # torch.compile unrolls LSTM's loop (torch 2.13's scan operator fails under torch.compile of torch.func.grad:
 # "Expected FakeTensor"), and unrolled it compiled for 73 s (value) and 246 s (grad) at l = 1, c = 80, growing
 # faster than c: ADBench's l = 2, c = 1024 is out of reach, so torch's LSTM goldens are checked eagerly only.
@@ -234,10 +234,15 @@ UNROLLED = {"torch": ("lstm",)}
 
 
 def cases_for(adapter_name: str, cases: dict) -> dict:
-    skip, cannot = UNROLLED.get(adapter_name, ()), XLA_CANNOT.get(adapter_name, ())
-    return {key: tuple(v for v in variants
-                       if not (v == "compiled" and (key[0] in skip or "/".join(key) in cannot)))
-            for key, variants in cases.items()}
+    """`cases` less the compiled ones out of reach (UNROLLED) or known to fail (adcompare/expectations.py, e.g.
+    TensorFlow's XLA and the TensorList of BA's forward-mode vectorized_map)."""
+    skip = UNROLLED.get(adapter_name, ())
+
+    def runs(problem: str, operator: str, variant: str) -> bool:
+        cell = Cell(problem, "file", operator, adapter_name, variant, "cpu", "float64")
+        return variant != "compiled" or problem not in skip and expected(cell, compilable=True) is None
+
+    return {key: tuple(v for v in variants if runs(*key, v)) for key, variants in cases.items()}
 
 
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
