@@ -14,6 +14,7 @@ from . import relative_cost, sizes
 from .compile_cost import CompileCost
 from .dimensions import Dimensions
 from .summary import entry, operator_order, timed
+from ..support import Support
 from ..units import seconds
 from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
 
@@ -21,13 +22,13 @@ DASHES = {"compiled": "", "eager": "5 3"}
 
 
 def style(palette: Palette, m: Measurement) -> Style:
-    if m.support == "emulated":
+    if m.support is Support.EMULATED:
         return Style(palette.colour(m.cell.adapter), "1.5 2.5", "cross")
     return Style(palette.colour(m.cell.adapter), DASHES.get(m.cell.variant, "8 3 2 3"), "circle")
 
 
 def name(m: Measurement) -> str:
-    return entry(m) + (" (emulated)" if m.support == "emulated" else "")
+    return entry(m) + (" (emulated)" if m.support is Support.EMULATED else "")
 
 
 def _legend(series: Iterable[Series]) -> list[LegendItem]:
