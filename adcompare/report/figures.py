@@ -94,13 +94,13 @@ def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims
     Colour and dash say adapter · variant as everywhere; the marker says which problem a point belongs to, since
     points of every problem share the axes (the crossover is a property of the dimensions, not of the problem).
     """
-    index = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.variant): m
-             for m in cells if timed(m)}
+    index = {m.merge_key: m for m in cells if timed(m)}
     per_panel = []
     for fwd, rev in FWD_REV:
         groups: dict[tuple[str, str], list[tuple[float, float, str, Measurement]]] = defaultdict(list)
-        for (problem, size, op, adapter, variant), m in index.items():
-            other = index.get((problem, size, rev, adapter, variant)) if op == fwd else None
+        for m in index.values():
+            problem, size = m.cell.problem, m.cell.size
+            other = index.get(m.twin_key(operator=rev)) if m.cell.operator == fwd else None
             d = dims.of(m) if other is not None else None
             if d is None:
                 continue
