@@ -75,6 +75,7 @@ class JaxAdapter(Adapter):
     module = "jax"
     runtime_distributions = ("jaxlib",)
     variants = {"eager": "op-by-op dispatch, no jit", "compiled": "jax.jit, compiled ahead of time"}
+    compiles = {"compiled": "eager"}  # jax.jit of the eager transform
 
     def setup(self, *, dtype: str, device: str, threads: int) -> None:
         import jax

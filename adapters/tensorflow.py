@@ -195,6 +195,7 @@ class TensorflowAdapter(Adapter):
         "graph": "tf.function with a fixed input signature, traced once ahead of time",
         "compiled": "tf.function(jit_compile=True) with a fixed input signature: XLA, compiled ahead of time",
     }
+    compiles = {"graph": "eager", "compiled": "eager"}  # both trace the eager code into a graph (XLA for compiled)
 
     def __init__(self) -> None:
         self._pinned = False  # setup() made the cell's device TensorFlow's only/default one

@@ -172,6 +172,7 @@ class TorchAdapter(Adapter):
         "eager-autograd": "classic torch.autograd (autograd.grad, forward_ad, autograd.functional), op-by-op",
         "compiled": "torch.compile(fullgraph=True, dynamic=False) of the torch.func transform (inductor)",
     }
+    compiles = {"compiled": "eager"}  # torch.compile of the torch.func transform, not of eager-autograd
     slow_variants = frozenset({"compiled"})
 
     def setup(self, *, dtype: str, device: str, threads: int) -> None:

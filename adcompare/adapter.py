@@ -10,7 +10,6 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -21,18 +20,10 @@ from .fingerprint import installed_versions
 from .operators import minimum_elements
 from .problem import Problem
 from .shapes import Shapes
+from .support import Support
 
 
 STANDARD_VARIANTS = ("eager", "compiled")  # planned for every adapter: one it lacks is reported unsupported
-
-
-class Support(str, Enum):
-    NATIVE = "native"  # the framework's own transform
-    EMULATED = "emulated"  # built by adcompare from other pieces (e.g. a Python loop); labelled in the report
-    UNSUPPORTED = "unsupported"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -116,7 +107,9 @@ class Prepared:
 
     run: Callable[[], Any]
     compile_seconds: float | None = None  # measured inside prepare, ahead of time, when the framework allows
-    compile_method: str = ""  # how compile_seconds was obtained, e.g. "ahead of time: jit.lower().compile()"
+    # How compile_seconds was obtained, e.g. "ahead of time: jit.lower().compile()". Begin it with "ahead of
+    # time" when prepare paid the compile (the first call then excludes it; compile cost charges both).
+    compile_method: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)  # recompiles, cache state, … (JSON-able)
     after_first_call: Callable[[], Mapping[str, Any]] | None = None  # extra details gathered after the first call
 
@@ -137,8 +130,16 @@ class Adapter(ABC):
     runtime_distributions: ClassVar[tuple[str, ...]] = ()  # more versions worth recording, e.g. ("jaxlib",)
     variants: ClassVar[Mapping[str, str]] = {"eager": "op-by-op", "compiled": "compiled"}
     missing_variants: ClassVar[Mapping[str, str]] = {}  # standard variants it lacks -> why, e.g. "no compiler"
+    # Which variants run compiled code, and the eager variant whose code each compiles (its twin in the report's
+    # compile cost); a variant not listed is eager. Declared, never read off a name: TensorFlow's `graph` compiles
+    # `eager`, torch's `eager-autograd` is eager. The default is the standard variants' meaning.
+    compiles: ClassVar[Mapping[str, str]] = {"compiled": "eager"}
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
+
+    def compiled_from(self, variant: str) -> str:
+        """The eager variant that `variant` compiles, or "" when `variant` is eager (see `compiles`)."""
+        return self.compiles.get(variant, "")
 
     def planned_variants(self) -> tuple[str, ...]:
         """The variants `adcompare run` plans for this adapter: the standard ones and its own."""

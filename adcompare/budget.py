@@ -1,6 +1,6 @@
 """Running a plan to a time budget (`--max-time`): no family starves, and what is left is recorded, resumable.
 
-A family is a (problem, operator, adapter, variant, device, dtype): the cells that differ by size only. The budget
+A family (`Cell.family`) is the cells that differ by size only. The budget
 is filled by rounds — every family's smallest size first, then every family's next size, and so on — in estimated
 seconds (estimate.py), with a worker group's start-up counted when its first cell is chosen. Chosen cells then run in
 the plan's order, one worker per group; the runner also stops at the deadline itself, since estimates can be wrong.
@@ -27,23 +27,19 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def family(cell: Cell) -> tuple[str, ...]:
-    return (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
-
-
 def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
     """(cells to run, in the plan's order; cells left out), filling `seconds` round by round of sizes."""
     rank: dict[str, int] = {}
     seen: dict[tuple[str, ...], int] = {}
     for c in cells:  # the plan lists a family's sizes smallest first
-        f = family(c)
+        f = c.family
         rank[c.key] = seen.get(f, 0)
         seen[f] = rank[c.key] + 1
     order = sorted(range(len(cells)), key=lambda i: (rank[cells[i].key], i))
     spent, started, chosen = 0.0, set(), set()
     for i in order:
         c = cells[i]
-        group = (c.adapter, c.dtype, c.device)
+        group = c.worker_group
         cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(group, 0.0))
         if spent + cost > seconds:
             continue  # a cheaper cell of a later round may still fit

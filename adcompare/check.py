@@ -153,7 +153,7 @@ def cross_check(measurements: Sequence[Measurement]) -> list[Measurement]:
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, m in enumerate(out):
         if _comparable(m):
-            groups[m.cell.comparable].append(i)
+            groups[m.cell.comparable].append(i)  # across machines too: a derivative is the same everywhere
     for members in groups.values():
         if len(members) < 2:
             continue
@@ -172,8 +172,7 @@ def cross_check(measurements: Sequence[Measurement]) -> list[Measurement]:
     pairs: dict[tuple, dict[str, int]] = defaultdict(dict)
     for i, m in enumerate(out):
         if m.cell.operator in ("jvp", "vjp") and _comparable(m):
-            c = m.cell
-            pairs[(c.adapter, c.variant, c.device, c.dtype, c.problem, c.size)][c.operator] = i
+            pairs[m.twin_key(operator="jvp")][m.cell.operator] = i  # a jvp cell and its vjp twin
     for pair in pairs.values():
         if len(pair) != 2:
             continue

@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .cell import Cell
+from .cell import CURRENT, Cell, worker_group
 from .operators import minimum_elements, spec
 from .plugins import Registry
 from .reference import FULL_REFERENCE_BUDGET
 from .results import Results
 from .shapes import Shapes, shapes_of
+from .support import Support
 from .timing import TimingPolicy
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
@@ -64,11 +65,11 @@ OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "jacfwd
 
 @dataclass(frozen=True)
 class History:
-    """Measured seconds on one machine: per cell key, and per worker group's start-up."""
+    """Measured seconds on one machine: per cell key, and per worker group's start-up (by `Cell.worker_group`)."""
 
     machine: str = ""
     cells: Mapping[str, float] = field(default_factory=dict)
-    startups: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+    startups: Mapping[tuple[str, ...], float] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, results: Results, machine: str) -> "History":
@@ -80,16 +81,19 @@ class History:
         if own:
             for w in results.workers:
                 if isinstance(w.get("startup_seconds"), (int, float)):
-                    startups[(w["adapter"], w["dtype"], w["device"])] = float(w["startup_seconds"])
+                    # A worker record names its environment when it is not `current` (runner.py), as a cell does.
+                    group = worker_group(w["adapter"], w["dtype"], w["device"], w.get("environment") or CURRENT)
+                    startups[group] = float(w["startup_seconds"])
         return cls(machine, cells, startups)
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Seconds per cell (by key) and per worker group start-up; `measured` cells came from history."""
+    """Seconds per cell (by key) and per worker group start-up (by `Cell.worker_group`); `measured` cells came
+    from history."""
 
     cells: Mapping[str, float]
-    startups: Mapping[tuple[str, str, str], float]
+    startups: Mapping[tuple[str, ...], float]
     measured: frozenset[str] = frozenset()
 
     @property
@@ -99,7 +103,7 @@ class Estimate:
     def group_seconds(self, cells: Iterable[Cell]) -> float:
         """What running these cells costs in one worker per group (start-ups included)."""
         cells = list(cells)
-        groups = {(c.adapter, c.dtype, c.device) for c in cells}
+        groups = {c.worker_group for c in cells}
         return sum(self.cells[c.key] for c in cells) + sum(self.startups.get(g, DEFAULT_STARTUP) for g in groups)
 
 
@@ -144,10 +148,10 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
     size, operator) in its worker, which pays JAX's per-primitive compilation in eager mode."""
     adapter = registry.adapters[cell.adapter]
     slow = cell.variant in adapter.slow_variants
-    eager = cell.variant.startswith("eager")
+    eager = not adapter.compiled_from(cell.variant)
     capability = adapter.capability(cell.operator, cell.variant)
     ops = (shapes.operations or DEFAULT_OPERATIONS) * OPERATION_PASSES[cell.operator]
-    if capability.support.value == "emulated":  # built from a Python loop: operations once per basis vector
+    if capability.support is Support.EMULATED:  # built from a Python loop: operations once per basis vector
         ops *= max(1, arithmetic_passes(cell.operator, shapes) // OPERATION_PASSES[cell.operator])
     elements = adapter.materialised_elements(cell.operator, cell.variant, shapes)
     retrace = RETRACE.get(cell.adapter, {}).get(cell.operator)
@@ -180,9 +184,10 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     for c in cells:
         # jacfwd and jacrev check against one Jacobian (reference.py caches it), as do the per-example pair.
         shared = SHARED_REFERENCE.get(c.operator, c.operator)
-        key, ref_key = c.key, (c.adapter, c.dtype, c.device, c.problem, c.size, shared)
-        group = (c.adapter, c.dtype, c.device)
-        slow = c.variant in registry.adapters[c.adapter].slow_variants
+        group = c.worker_group
+        key, ref_key = c.key, (*group, c.problem, c.size, shared)  # the reference is cached per worker
+        adapter = registry.adapters[c.adapter]
+        slow = c.variant in adapter.slow_variants
         if key in history.cells:
             out[key] = history.cells[key]
             measured.add(key)
@@ -190,7 +195,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             if (c.problem, c.size) not in shapes:
                 problem = registry.problems[c.problem]
                 shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
-            family = (c.problem, c.operator, c.adapter, c.variant, c.device, c.dtype)
+            family = c.family
             seconds = model_seconds(registry, c, shapes[(c.problem, c.size)],
                                     with_reference=ref_key not in referenced,
                                     first_use=ref_key not in eager_seen, cold=slow and group not in warm)
@@ -200,11 +205,11 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
         referenced.add(ref_key)
         if slow:
             warm.add(group)
-        if c.variant.startswith("eager"):
+        if not adapter.compiled_from(c.variant):
             eager_seen.add(ref_key)
     startups = {}
     for c in cells:
-        g = (c.adapter, c.dtype, c.device)
+        g = c.worker_group
         if g not in startups:
             startups[g] = history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
     return Estimate(out, startups, frozenset(measured))

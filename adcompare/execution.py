@@ -102,7 +102,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     measured = None
     if options.time and status is not Status.NAN:
         try:
-            measured = timing.measure(prepared, adapter.sync, first, compiled=not cell.variant.startswith("eager"),
+            measured = timing.measure(prepared, adapter.sync, first, compiled=bool(adapter.compiled_from(cell.variant)),
                                       policy=options.policy)
         except Exception as exc:
             return Measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .cell import Cell
-from .measurement import Measurement
+from .measurement import Measurement, declared_compiles
 from .operators import OPERATORS
 from .status import Status
 
@@ -44,7 +44,7 @@ EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str]] = {
 
 
 def expected(cell: Cell, compilable: bool) -> tuple[Status, str] | None:
-    if not compilable and not cell.variant.startswith("eager"):
+    if not compilable and declared_compiles(cell):
         return Status.FAILED, "data-dependent Python control flow cannot be compiled"
     for (adapter, problem, operator, variant, device), outcome in EXPECTED.items():
         if all(want in ("*", got) for want, got in ((adapter, cell.adapter), (problem, cell.problem),

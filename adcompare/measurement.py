@@ -9,6 +9,26 @@ from typing import Any
 
 from .cell import Cell
 from .status import Status
+from .support import Support
+
+# Results written before measurements recorded their variant's meaning (no "compiles" key) are read with the
+# built-in adapters' declarations as they stood then (adapters/*.py `compiles`; tests/test_keys.py holds the two
+# equal), and for any other adapter with the name rule those versions used: a variant not named eager* compiles
+# "eager".
+BUILTIN_COMPILES = {
+    "jax": {"compiled": "eager"},
+    "torch": {"compiled": "eager"},
+    "tensorflow": {"graph": "eager", "compiled": "eager"},
+    "autograd": {"compiled": "eager"},
+}
+AHEAD_OF_TIME = "ahead of time"  # how a compile_method that was paid in prepare, outside the first call, begins
+
+
+def declared_compiles(cell: Cell) -> str:
+    """The eager variant that `cell`'s variant compiles ("" when eager), where no record says: see above."""
+    if cell.adapter in BUILTIN_COMPILES:
+        return BUILTIN_COMPILES[cell.adapter].get(cell.variant, "")
+    return "" if cell.variant.startswith("eager") else "eager"
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
@@ -48,6 +68,19 @@ class Timing:
     @cached_property
     def min(self) -> float:
         return float(min(self.samples))
+
+    @property
+    def compile_ahead_of_time(self) -> bool:
+        """Whether `compile` was paid in prepare, apart from `first_call` (jax.jit(...).lower().compile(),
+        TensorFlow's trace and first call), rather than inside it (torch.compile compiles on the first call, and
+        `compile` is then first call minus steady state). Adapters say so by a compile_method beginning "ahead
+        of time" (docs/adapters.md)."""
+        return self.compile is not None and self.compile_method.startswith(AHEAD_OF_TIME)
+
+    @property
+    def up_front(self) -> float:
+        """Seconds paid before the steady state: the first call, and the compile where it was paid apart."""
+        return self.first_call + (self.compile if self.compile_ahead_of_time else 0.0)
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -91,7 +124,7 @@ class Measurement:
     cell: Cell
     status: Status
     message: str = ""
-    support: str = ""  # native / emulated / unsupported
+    support: Support | None = None  # native / emulated / unsupported; None where not known (written "")
     algorithm: str = ""
     timing: Timing | None = None
     check: Check | None = None
@@ -101,11 +134,36 @@ class Measurement:
     details: dict[str, Any] = field(default_factory=dict)
     machine: str = ""  # fingerprint id of the machine that measured it (fingerprint.Machine.id); set on writing
     versions: dict[str, str] = field(default_factory=dict)  # framework versions its worker loaded (worker record)
+    # The eager variant whose code this cell's variant compiles, as its adapter declares (Adapter.compiles); ""
+    # when the variant is eager. None (not recorded: older files, other producers) reads as `declared_compiles`.
+    compiles: str | None = None
+
+    def __post_init__(self) -> None:
+        # Producers that predate the enum pass support as its string; "" means not known.
+        if not isinstance(self.support, Support) and self.support is not None:
+            object.__setattr__(self, "support", Support(self.support) if self.support else None)
+        if self.compiles is None:
+            object.__setattr__(self, "compiles", declared_compiles(self.cell))
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the cell ran compiled code (then `compiles` names its eager twin's variant)."""
+        return bool(self.compiles)
 
     @property
     def merge_key(self) -> tuple[str, str]:
         """Identity across files: the same cell on two machines is two records."""
         return (self.machine, self.cell.key)
+
+    @property
+    def family(self) -> tuple[str, ...]:
+        """`Cell.family` on this machine: a series of sizes measured by one machine."""
+        return (self.machine, *self.cell.family)
+
+    def twin_key(self, **fields: str) -> tuple[str, str]:
+        """The `merge_key` of `Cell.twin(**fields)` on the same machine: what to look a twin up by, e.g. a
+        compiled cell's eager twin `m.twin_key(variant=m.compiles)` or a derivative's `twin_key(operator="value")`."""
+        return (self.machine, self.cell.twin(**fields).key)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,7 +172,7 @@ class Measurement:
             "selector": self.cell.selector,
             "status": self.status.value,
             "message": self.message,
-            "support": self.support,
+            "support": self.support.value if self.support else "",
             "algorithm": self.algorithm,
             "timing": self.timing.to_json() if self.timing else None,
             "check": self.check.to_json() if self.check else None,
@@ -124,6 +182,7 @@ class Measurement:
             "details": self.details,
             "machine": self.machine,
             "versions": self.versions,
+            "compiles": self.compiles,
         }
 
     @classmethod
@@ -142,4 +201,5 @@ class Measurement:
             details=data.get("details") or {},
             machine=data.get("machine") or "",
             versions=data.get("versions") or {},
+            compiles=data.get("compiles"),
         )

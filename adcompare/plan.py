@@ -166,14 +166,15 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
                                                                 slow=slow, builtin=builtin):
                                     continue
                                 cap = adapter.capability(op, variant)
+                                compiles = adapter.compiled_from(variant)
                                 if not cap.supported:
                                     decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
-                                                               support=cap.support.value))
+                                                               support=cap.support, compiles=compiles))
                                     continue
                                 big = too_large(problem, size, op, dtype, memory_limit, adapter, variant)
                                 if big:
-                                    decided.append(Measurement(cell, Status.TOO_LARGE, big,
-                                                               support=cap.support.value, algorithm=cap.algorithm))
+                                    decided.append(Measurement(cell, Status.TOO_LARGE, big, support=cap.support,
+                                                               algorithm=cap.algorithm, compiles=compiles))
                                     continue
                                 cells.append(cell)
 

@@ -1,7 +1,7 @@
-"""Runs a plan (plan.py) through one worker process per (adapter, dtype, device, environment).
+"""Runs a plan (plan.py) through one worker process per `Cell.worker_group` (adapter, dtype, device, environment).
 
 Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
-(problem, operator, adapter, variant, device, dtype) are `skipped`. Each measurement is appended to the results
+`Cell.family` are `skipped`. Each measurement is appended to the results
 file as it arrives, so a killed run resumes. The parent↔worker messages are in protocol.py.
 """
 from __future__ import annotations
@@ -52,17 +52,21 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
             measurements.append(m)
             progress(None, m)
     cache_dir = Path(tempfile.mkdtemp(prefix="adcompare-cache-"))  # a per-run compiler cache, removed at the end
-    groups: dict[tuple[str, str, str, str], list[Cell]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
-            groups[(c.adapter, c.dtype, c.device, c.environment)].append(c)
+            groups[c.worker_group].append(c)
     try:
-        for (adapter, dtype, device, environment), cells in groups.items():
-            worker = WorkerProcess(adapter, dtype, device, options.threads, registry.plugins, cache_dir,
-                                   interpreter=options.interpreters.get(environment), inputs=registry.inputs,
-                                   seed=registry.seed)
+        for cells in groups.values():
+            first = cells[0]
+            adapter = registry.adapters.get(first.adapter)
+            worker = WorkerProcess(first.adapter, first.dtype, first.device, options.threads, registry.plugins,
+                                   cache_dir, interpreter=options.interpreters.get(first.environment),
+                                   inputs=registry.inputs, seed=registry.seed)
             with worker:
                 for m in _run_group(worker, cells, options, on_worker, progress):
+                    if adapter is not None:  # the variant's meaning as declared, recorded for the report
+                        m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
                     record(m)
                     measurements.append(m)
     finally:
@@ -75,12 +79,11 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
 def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions,
                on_worker: Callable[[dict], None], progress: Callable[[Cell | None, Measurement | None], None]):
     """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family."""
-    timed_out: dict[tuple, str] = {}
+    timed_out: dict[tuple[str, ...], str] = {}
     for cell in cells:
         progress(cell, None)
-        family = (cell.problem, cell.operator, cell.adapter, cell.variant, cell.device, cell.dtype)
-        if family in timed_out:
-            m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[family]} timed out")
+        if cell.family in timed_out:
+            m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]} timed out")
         elif options.deadline is not None and time.monotonic() >= options.deadline:
             m = left_out(cell, options.budget, "the time budget was spent before this cell started")
         else:
@@ -99,6 +102,6 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
             # The cell's own wall time, worker start-up excluded: what estimate.py learns from on this machine.
             m = replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})
             if m.status is Status.TIMEOUT:
-                timed_out[family] = cell.size
+                timed_out[cell.family] = cell.size
         yield m
         progress(cell, m)

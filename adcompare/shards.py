@@ -1,6 +1,6 @@
 """Shards: deterministic, cost-balanced slices of a plan, so a study can be spread over jobs or machines.
 
-A shard is a set of *units*; a unit is a worker group (adapter, dtype, device) — or, where a group alone costs more
+A shard is a set of *units*; a unit is a worker group (`Cell.worker_group`) — or, where a group alone costs more
 than half a shard, a run of its cells (sizes kept in order), each of which pays its own worker start-up. Units go
 largest first to the least loaded shard (LPT scheduling), ties broken by name, so every call with the same plan and
 estimate gives the same split. With every unit at most half the mean, no shard exceeds 1.5× the mean: balance wins
@@ -47,9 +47,9 @@ class Unit:
 
 def units(cells: Sequence[Cell], estimate: Estimate, n: int) -> list[Unit]:
     """Worker groups, split into runs of cells where a group costs more than half a shard."""
-    groups: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
     for c in cells:
-        groups[(c.adapter, c.dtype, c.device)].append(c)
+        groups[c.worker_group].append(c)
     total = sum(estimate.group_seconds(g) for g in groups.values())
     cap = total / n / 2 if n > 1 else float("inf")
     out = []

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adcompare.budget import choose, family, parse_duration
+from adcompare.budget import choose, parse_duration
 from adcompare.cli import main
 from adcompare.errors import UsageError
 from adcompare.estimate import estimate
@@ -27,11 +27,11 @@ def test_a_budget_for_one_round_runs_every_familys_smallest_size(registry):
     plan = make_plan(registry, Selection(problems=("exp_dot_loss", "control_loop_static"), suite="full",
                                          adapters=("autograd", "jax"), dtypes=("float32",)))
     est = estimate(registry, plan.cells)
-    families = {family(c) for c in plan.cells}
+    families = {c.family for c in plan.cells}
     smallest = [c for c in plan.cells if c.size == "n10"]
     one_round = sum(est.cells[c.key] for c in smallest) + sum(est.startups.values())
     chosen, rest = choose(plan.cells, est, one_round * 1.05)
-    assert {family(c) for c in chosen} == families  # nobody starves
+    assert {c.family for c in chosen} == families  # nobody starves
     assert {c.key for c in smallest} <= {c.key for c in chosen}
     assert rest and all(c.size != "n10" for c in rest)
     assert [c for c in plan.cells if c in chosen] == chosen  # run in the plan's order

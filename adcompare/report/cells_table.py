@@ -18,7 +18,7 @@ from ..cell import FIELDS, Cell
 from ..expectations import expected_reason
 from ..measurement import Measurement
 from . import sizes
-from .compile_cost import compile_seconds, is_eager
+from .compile_cost import compile_seconds
 from .summary import operator_order
 
 
@@ -52,13 +52,13 @@ def _c(attr: str) -> Callable[[Measurement, dict[str, float]], Any]:
 COLUMNS: tuple[Column, ...] = (
     *(Column(f, lambda m, jo, f=f: getattr(m.cell, f)) for f in FIELDS),
     Column("status", lambda m, jo: m.status.value),
-    Column("support", lambda m, jo: m.support),
+    Column("support", lambda m, jo: m.support.value if m.support else ""),
     Column("median_s", _t("median"), "seconds"),
     Column("iqr_s", _t("iqr"), "seconds"),
     Column("samples", lambda m, jo: len(m.timing.samples) if m.timing else None, "number"),
     Column("calls_per_sample", _t("number"), "number", shown=False),
     Column("first_call_s", _t("first_call"), "seconds", shown=False),
-    Column("compile_s", lambda m, jo: None if is_eager(m.cell.variant) else compile_seconds(m), "seconds"),
+    Column("compile_s", lambda m, jo: compile_seconds(m) if m.compiled else None, "seconds"),
     Column("j_over_o", lambda m, jo: jo.get(m.merge_key), "ratio"),
     Column("error", _c("error"), "error"),
     Column("tolerance", _c("tolerance"), "error", shown=False),

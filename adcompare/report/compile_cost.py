@@ -1,10 +1,18 @@
-"""What compiling costs and when it pays off.
+"""What compiling costs and when it pays off, with one rule for every framework.
 
-Break-even counts whole calls, first calls included, against the eager variant of the same cell: N calls cost
-first_c + (N−1)·t_c compiled and first_e + (N−1)·t_e eager (t = steady-state median), so compiling pays off from
-N = 1 + (first_c − first_e) ÷ (t_e − t_c) calls on, and never when the compiled steady state is not faster. Using
-the measured first calls (rather than the compile time alone) charges tracing and the eager variant's own warm-up
-fairly; the compile time shown beside it is the adapter's (ahead of time) or first call minus steady state.
+A compiled cell is paired with its eager twin: the same cell in the eager variant its adapter declares it compiles
+(`Measurement.compiles`: torch.compile compiles the torch.func code of `eager`, not `eager-autograd`), on the
+same machine and in the same environment (`Measurement.twin_key`).
+
+Break-even counts whole calls, with the compile charged wherever it was paid. Before the steady state a variant
+pays its first call and, where the compile ran ahead of time in prepare (jax.jit(...).lower().compile(),
+TensorFlow's trace), that compile too; a lazy compiler (torch.compile) pays it inside the first call
+(`Timing.up_front`). N calls then cost up-front + (N−1)·t, t the steady-state median, and compiling pays off from
+the smallest whole N with compiled ≤ eager: N = 1 + ⌈(up-front compiled − up-front eager) ÷ (t eager − t compiled)⌉
+(1 when compiling costs nothing up front; never when the compiled steady state is not faster). TensorFlow's
+ahead-of-time compile includes one execution, so its up-front cost holds one steady-state call more than it
+must, well inside the compile's own noise. The compile time shown beside it is the adapter's (ahead of time) or
+first call minus steady state.
 """
 from __future__ import annotations
 
@@ -16,11 +24,9 @@ from ..measurement import Measurement
 from . import sizes
 from .summary import operator_order, timed
 
-FORMULA = "N = 1 + (first call compiled − first call eager) ÷ (eager median − compiled median)"
-
-
-def is_eager(variant: str) -> bool:
-    return variant == "eager" or variant.startswith("eager")
+FORMULA = ("N = 1 + ⌈(compile paid ahead of time + first call, compiled − first call, eager) ÷ (eager median − "
+           "compiled median)⌉ whole calls, against the eager variant the compiled one compiles: the compile is "
+           "charged wherever it was paid, ahead of time (JAX, TensorFlow) or inside the first call (torch.compile)")
 
 
 def compile_seconds(m: Measurement) -> float | None:
@@ -51,36 +57,34 @@ class CompileCost:
 
     @property
     def break_even(self) -> float | None:
-        """Calls after which compiling has paid off; inf when never, None without an eager twin."""
+        """Whole calls after which compiling has paid off (compile included); inf when never, None without an
+        eager twin."""
         if self.eager is None:
             return None
         c, e = self.compiled.timing, self.eager.timing
+        gap = c.up_front - e.up_front
+        if gap <= 0:
+            return 1.0
         if c.median >= e.median:
             return math.inf
-        return max(1.0, 1.0 + (c.first_call - e.first_call) / (e.median - c.median))
+        return 1.0 + math.ceil(gap / (e.median - c.median))
 
 
 def costs(measurements: Iterable[Measurement]) -> list[CompileCost]:
-    """Every timed compiled cell paired with its timed eager twin (same adapter, problem, size, …)."""
+    """Every timed compiled cell paired with its timed eager twin (see the module's doc)."""
     measurements = [m for m in measurements if timed(m)]
-    eager = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.device, m.cell.dtype, m.machine): m
-             for m in measurements if is_eager(m.cell.variant)}
-    out = []
-    for m in measurements:
-        c = m.cell
-        if is_eager(c.variant):
-            continue
-        out.append(CompileCost(m, eager.get((c.problem, c.size, c.operator, c.adapter, c.device, c.dtype, m.machine))))
+    eager = {m.merge_key: m for m in measurements if not m.compiled}
+    out = [CompileCost(m, eager.get(m.twin_key(variant=m.compiles))) for m in measurements if m.compiled]
     out.sort(key=lambda k: (k.compiled.cell.problem, operator_order(k.compiled.cell.operator),
                             sizes.sort_key(k.compiled.cell.size), k.compiled.cell.adapter, k.compiled.cell.variant,
-                            k.compiled.cell.device, k.compiled.cell.dtype))
+                            k.compiled.cell.device, k.compiled.cell.dtype, k.compiled.cell.environment,
+                            k.compiled.machine))
     return out
 
 
 def at_largest_size(items: list[CompileCost]) -> list[CompileCost]:
-    """One row per problem/operator/adapter/variant/device/dtype: the largest size (items come sorted by size)."""
-    last: dict[tuple, CompileCost] = {}
+    """One row per series (`Measurement.family`): the largest size (items come sorted by size)."""
+    last: dict[tuple[str, ...], CompileCost] = {}
     for k in items:
-        c = k.compiled.cell
-        last[(c.problem, c.operator, c.adapter, c.variant, c.device, c.dtype)] = k
+        last[k.compiled.family] = k
     return list(last.values())

@@ -14,6 +14,7 @@ from . import relative_cost, sizes
 from .compile_cost import CompileCost
 from .dimensions import Dimensions
 from .summary import entry, operator_order, timed
+from ..support import Support
 from ..units import seconds
 from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
 
@@ -21,13 +22,13 @@ DASHES = {"compiled": "", "eager": "5 3"}
 
 
 def style(palette: Palette, m: Measurement) -> Style:
-    if m.support == "emulated":
+    if m.support is Support.EMULATED:
         return Style(palette.colour(m.cell.adapter), "1.5 2.5", "cross")
     return Style(palette.colour(m.cell.adapter), DASHES.get(m.cell.variant, "8 3 2 3"), "circle")
 
 
 def name(m: Measurement) -> str:
-    return entry(m) + (" (emulated)" if m.support == "emulated" else "")
+    return entry(m) + (" (emulated)" if m.support is Support.EMULATED else "")
 
 
 def _legend(series: Iterable[Series]) -> list[LegendItem]:
@@ -93,13 +94,13 @@ def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims
     Colour and dash say adapter · variant as everywhere; the marker says which problem a point belongs to, since
     points of every problem share the axes (the crossover is a property of the dimensions, not of the problem).
     """
-    index = {(m.cell.problem, m.cell.size, m.cell.operator, m.cell.adapter, m.cell.variant): m
-             for m in cells if timed(m)}
+    index = {m.merge_key: m for m in cells if timed(m)}
     per_panel = []
     for fwd, rev in FWD_REV:
         groups: dict[tuple[str, str], list[tuple[float, float, str, Measurement]]] = defaultdict(list)
-        for (problem, size, op, adapter, variant), m in index.items():
-            other = index.get((problem, size, rev, adapter, variant)) if op == fwd else None
+        for m in index.values():
+            problem, size = m.cell.problem, m.cell.size
+            other = index.get(m.twin_key(operator=rev)) if m.cell.operator == fwd else None
             d = dims.of(m) if other is not None else None
             if d is None:
                 continue

@@ -22,6 +22,7 @@ from ..bootstrap import Bootstrap
 from ..expectations import expected, expected_reason
 from ..measurement import Measurement
 from ..status import Status
+from ..support import Support
 from ..units import seconds
 from . import sizes
 from .summary import entry, operator_order, sample_key, timed
@@ -137,7 +138,7 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
             if m is not best and (r := boot.ratio(sample_key(best), best.timing, sample_key(m), m.timing)) is not None:
                 interval = f" [{r.low:.2f}–{r.high:.2f}]"
             what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
-            emulated = m.support == "emulated"
+            emulated = m.support is Support.EMULATED
             tile = Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
                         f"{where}: {what}; median {seconds(m.timing.median)}" + (" (emulated)" if emulated else ""),
                         link, emulated)

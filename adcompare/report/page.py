@@ -23,6 +23,7 @@ from ..expectations import expected_reason
 from ..measurement import Measurement
 from ..results import Results
 from ..status import MEANINGS, Status
+from ..support import Support
 from ..units import seconds
 from .. import bootstrap, significance
 from . import cells_table, compile_cost, correctness, environments, figures, findings, heatmap, relative_cost, summary
@@ -111,7 +112,7 @@ def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
         "dtypes": distinct("dtype"),
         "environments": distinct("environment"),  # listed only when several (`run --env`)
         "statuses": [(s, statuses[s], MEANINGS[s]) for s in Status if statuses[s]],
-        "emulated": sum(m.support == "emulated" for m in ms),
+        "emulated": sum(m.support is Support.EMULATED for m in ms),
     }
 
 

@@ -1,6 +1,7 @@
 """J/O: a derivative's steady-state time divided by the function's own (the `value` operator), as ADBench plots it.
 
-Both come from the same adapter, variant, device, dtype, problem and size. Theory bounds a gradient by a small
+Both come from the same cell but for the operator (`Measurement.twin_key(operator="value")`: same machine and
+environment too). Theory bounds a gradient by a small
 constant times the function (the "cheap gradient principle", about 4–5 in practice; Griewank & Walther, ch. 4),
 which the page draws as a reference band.
 """
@@ -19,12 +20,10 @@ PLOTTED_OPERATORS = ("grad", "vjp", "jvp", "hvp", "vmap_grad")  # Jacobians and 
 def ratios(measurements: Iterable[Measurement]) -> dict[tuple[str, str], float]:
     """(machine, cell key) → J/O for every timed derivative whose value twin was timed too."""
     measurements = [m for m in measurements if timed(m)]
-    value = {(m.cell.problem, m.cell.size, m.cell.adapter, m.cell.variant, m.cell.device, m.cell.dtype, m.machine):
-             m.timing.median for m in measurements if m.cell.operator == "value"}
+    value = {m.merge_key: m.timing.median for m in measurements if m.cell.operator == "value"}
     out = {}
     for m in measurements:
-        c = m.cell
-        base = value.get((c.problem, c.size, c.adapter, c.variant, c.device, c.dtype, m.machine))
-        if c.operator != "value" and base:
+        base = value.get(m.twin_key(operator="value"))
+        if m.cell.operator != "value" and base:
             out[m.merge_key] = m.timing.median / base
     return out
