@@ -38,9 +38,8 @@ def samples(n: int, shape: str, scale: float, seed: int) -> tuple[float, ...]:
     noisy = scale * rng.lognormal(0, 0.05, n)
     if shape == "ties":  # a timer with 1 µs resolution: many equal blocks
         noisy = np.round(noisy * 1e6 / scale) * scale / 1e6 + scale
-    elif shape == "zeros":  # some blocks below the timer's resolution (at least one)
-        noisy[rng.random(n) < 0.3] = 0.0
-        noisy[0] = 0.0
+    elif shape == "zeros":  # a quarter of the blocks (at least one) below the timer's resolution
+        noisy[rng.permutation(n)[:max(1, n // 4)]] = 0.0
     elif shape == "all_zero":  # a coarse timer on a sub-µs cell
         noisy = np.zeros(n)
     elif shape == "sub_ns":
