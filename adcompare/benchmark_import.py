@@ -49,12 +49,14 @@ def load_benchmark_json(path: Path) -> tuple[dict[str, Any], list[Measurement]]:
         if not raw:
             details["samples"] = "median only (run pytest with --benchmark-save-data to keep raw rounds)"
         compile_seconds = extra.get("compile")
-        stored = {"samples": raw or [stats.get("median")], "first_call": extra["first_call"], "compile": compile_seconds}
+        stored = {"samples": raw or [stats.get("median")], "first_call": extra["first_call"],
+                  "compile": compile_seconds}
         if why := timing_problem(stored):
             field = why.replace("timing.samples", "stats.data" if raw else "stats.median").replace(
                 "timing.", "extra_info.")
-            raise ResultsFileError(f"{path}: benchmark {bench.get('fullname', bench.get('name'))!r}: {field}; the "
-                                   f"record cannot be a measurement — rerun pytest --benchmark-json")
+            name = bench.get("fullname", bench.get("name"))
+            raise ResultsFileError(f"{path}: benchmark {name!r}: {field}; the record cannot be a measurement — "
+                                   f"rerun pytest --benchmark-json")
         timing = Timing(samples=tuple(raw or (stats["median"],)), number=int(stats.get("iterations") or 1),
                         first_call=float(extra["first_call"]), compile=compile_seconds,
                         compile_method=extra.get("compile_method", "") if compile_seconds is not None else "")

@@ -134,7 +134,8 @@ def test_loading_keeps_zero_times_and_untimed_cells(tmp_path):
 def test_every_committed_baseline_and_fixture_loads():
     """No legitimate record is refused: the baselines `adcompare run` wrote, and the test fixtures."""
     root = Path(__file__).resolve().parent.parent
-    files = sorted((root / "benchmarks" / "results").rglob("*.jsonl*")) + sorted((root / "tests" / "fixtures").rglob("*.jsonl"))
+    files = [*sorted((root / "benchmarks" / "results").rglob("*.jsonl*")),
+             *sorted((root / "tests" / "fixtures").rglob("*.jsonl"))]
     assert len(files) >= 8
     for f in files:
         assert load([f]).measurements, f
@@ -150,8 +151,9 @@ def test_a_real_pytest_benchmark_run_at_default_rounds_reports_the_speed_up_of_i
          "--adcompare-operators", "jacrev", f"--benchmark-json={bench}"],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    raw = {b["extra_info"]["adcompare_cell"]["adapter"] + " · " +
-           b["extra_info"]["adcompare_cell"]["variant"]: b["stats"]["data"] for b in json.loads(bench.read_text())["benchmarks"]}
+    benchmarks = json.loads(bench.read_text())["benchmarks"]
+    cells = [(b["extra_info"]["adcompare_cell"], b["stats"]["data"]) for b in benchmarks]
+    raw = {f"{cell['adapter']} · {cell['variant']}": data for cell, data in cells}
     assert max(len(d) for d in raw.values()) >= 100  # default rounds: far more than adcompare run's 7 blocks
     shown = subprocess.run([sys.executable, "-m", "adcompare", "report", str(bench), "-o", str(tmp_path / "rep")],
                            capture_output=True, text=True, timeout=600)

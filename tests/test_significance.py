@@ -65,7 +65,7 @@ def test_holm_can_turn_a_lone_significant_result_into_noise():
 
 
 def test_thousands_of_separated_rounds_give_scipys_p_without_overflow():
-    """pytest-benchmark keeps thousands of rounds: 2 / C(n₁+n₂, n₁) is far beyond a float (the README flow's crash)."""
+    """pytest-benchmark keeps thousands of rounds: 2 / C(n₁+n₂, n₁) is far beyond a float (the README's crash)."""
     rng = np.random.default_rng(2)
     for n1, n2, ties in ((12529, 888, False), (7, 5000, False), (3000, 3000, True), (5, 8, False)):
         a = rng.lognormal(0, 0.05, n1)
