@@ -2,7 +2,9 @@
 
 Only benchmarks made by adcompare's pytest plugin are accepted: their `extra_info` carries the cell, the check
 status, first-call and compile times. Raw per-round times are used when the file has them
-(`--benchmark-save-data`); otherwise the median alone is kept and the record says so.
+(`--benchmark-save-data`); otherwise the median alone is kept and the record says so. Times that cannot be a
+measurement (negative, non-finite, none) are refused in one line naming the file, the benchmark and the field
+(timing_validity.py).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from .cell import Cell
 from .errors import ResultsFileError
 from .measurement import Check, Measurement, Timing
 from .status import Status
+from .timing_validity import timing_problem
 
 REQUIRED = ("adcompare_cell", "status", "first_call", "compile")
 
@@ -46,6 +49,14 @@ def load_benchmark_json(path: Path) -> tuple[dict[str, Any], list[Measurement]]:
         if not raw:
             details["samples"] = "median only (run pytest with --benchmark-save-data to keep raw rounds)"
         compile_seconds = extra.get("compile")
+        stored = {"samples": raw or [stats.get("median")], "first_call": extra["first_call"],
+                  "compile": compile_seconds}
+        if why := timing_problem(stored):
+            field = why.replace("timing.samples", "stats.data" if raw else "stats.median").replace(
+                "timing.", "extra_info.")
+            name = bench.get("fullname", bench.get("name"))
+            raise ResultsFileError(f"{path}: benchmark {name!r}: {field}; the record cannot be a measurement — "
+                                   f"rerun pytest --benchmark-json")
         timing = Timing(samples=tuple(raw or (stats["median"],)), number=int(stats.get("iterations") or 1),
                         first_call=float(extra["first_call"]), compile=compile_seconds,
                         compile_method=extra.get("compile_method", "") if compile_seconds is not None else "")

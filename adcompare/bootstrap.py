@@ -9,6 +9,12 @@ Shortcut, exact rather than approximate: a resample's median lies between the sa
 sample of A is below every sample of B each bootstrap ratio exceeds 1 and the interval cannot contain 1; such
 pairs skip the resampling (which is what keeps a 10,000-cell report fast) and report the interval from the
 extreme samples' ratios, which bound every bootstrap ratio.
+
+No ratio is formed (None: "too few samples to tell") when a side has fewer than MIN_SAMPLES samples, or when the
+reference cell (the denominator) has a block timed at zero — a timer coarser than the call, whose ratio is
+unbounded. Ratios of extreme but finite times that exceed a float are capped at the largest float, never an
+OverflowError. Large samples (pytest-benchmark keeps thousands of rounds) are resampled in chunks, so memory stays
+bounded.
 """
 from __future__ import annotations
 
@@ -26,6 +32,8 @@ SEED = 20240607
 METHOD = (f"95 % percentile bootstrap interval of the ratio of medians ({RESAMPLES} resamples of the per-block "
           f"samples of each cell, seeded); \"no clear winner\" when the interval contains 1")
 MIN_SAMPLES = 3
+CHUNK_VALUES = 2_000_000  # resampled values held at once (16 MB)
+FLOAT_MAX = float(np.finfo(float).max)
 
 
 @dataclass(frozen=True)
@@ -52,19 +60,28 @@ class Bootstrap:
         if key not in self._medians:
             data = np.asarray(samples, dtype=float)
             rng = np.random.default_rng([SEED, zlib.crc32(key.encode())])
-            draws = data[rng.integers(0, data.size, size=(RESAMPLES, data.size))]
-            self._medians[key] = np.median(draws, axis=1)
+            rows = max(1, min(RESAMPLES, CHUNK_VALUES // data.size))
+            parts = [np.median(data[rng.integers(0, data.size, size=(min(rows, RESAMPLES - done), data.size))],
+                               axis=1) for done in range(0, RESAMPLES, rows)]
+            self._medians[key] = np.concatenate(parts)
         return self._medians[key]
 
     def ratio(self, fast_key: str, fast: Timing, slow_key: str, slow: Timing) -> Ratio | None:
-        """slow ÷ fast (ratio of medians); None when either cell has too few samples to say anything."""
-        point = slow.median / fast.median
-        fast, slow = fast.samples, slow.samples
-        if len(fast) < MIN_SAMPLES or len(slow) < MIN_SAMPLES:
+        """slow ÷ fast (ratio of medians); None when either cell has too few samples to say anything, or the
+        reference cell has a zero-time block (no ratio can be formed)."""
+        if len(fast.samples) < MIN_SAMPLES or len(slow.samples) < MIN_SAMPLES or fast.min <= 0:
             return None
+        point = _divide(slow.median, fast.median)
+        fast, slow = fast.samples, slow.samples
         if max(fast) < min(slow):
-            return Ratio(point, min(slow) / max(fast), max(slow) / min(fast), resampled=False)
-        ratios = self.medians(slow_key, slow) / self.medians(fast_key, fast)
+            return Ratio(point, _divide(min(slow), max(fast)), _divide(max(slow), min(fast)), resampled=False)
+        with np.errstate(over="ignore"):
+            ratios = np.minimum(self.medians(slow_key, slow) / self.medians(fast_key, fast), FLOAT_MAX)
         tail = (1 - LEVEL) / 2 * 100
         low, high = np.percentile(ratios, [tail, 100 - tail])
         return Ratio(point, float(low), float(high), resampled=True)
+
+
+def _divide(a: float, b: float) -> float:
+    """a / b for b > 0, capped at the largest float (1e300 / 1e-12 would be inf)."""
+    return min(a / b, FLOAT_MAX)

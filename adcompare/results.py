@@ -31,6 +31,7 @@ from .errors import ResultsFileError, UsageError
 from .result_files import ensure_folder, refuse_existing
 from .fingerprint import Machine
 from .measurement import Measurement
+from .timing_validity import timing_problem
 
 FORMAT = "adcompare-results"
 SCHEMA = 2
@@ -57,6 +58,12 @@ def header(provenance: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    head, numbered, notes = _read_numbered(path)
+    return head, [record for _, record in numbered], notes
+
+
+def _read_numbered(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], list[str]]:
+    """The header, each record with its line number (1-based, for messages), and notes on dropped lines."""
     try:  # a published baseline is committed gzipped (benchmarks/results/full/)
         text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     except OSError as exc:
@@ -82,7 +89,7 @@ def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append((number, json.loads(line)))
         except json.JSONDecodeError:
             last = number == len(lines)
             note = (f"{path}: dropped truncated last line {number} (a killed run)" if last
@@ -114,17 +121,19 @@ def load(paths: Sequence[str | Path]) -> Results:
             by_key.update((m.merge_key, m) for m in (replace(m, machine=own.id) for m in measurements))
             sources.append(str(p))
             continue
-        head, records, file_notes = _read_lines(p)
+        head, numbered, file_notes = _read_numbered(p)
         notes += file_notes
+        records = [r for _, r in numbered]
         file_workers = [r for r in records if r.get("record") == "worker"]
         own = _header_machine(head["provenance"], file_workers)
         machines.setdefault(own.id, own)
         provenance.append({**head["provenance"], "machine": own.to_json()})
         sources.append(str(p))
         workers += file_workers
-        for rec in records:
+        for number, rec in numbered:
             kind = rec.get("record")
             if kind == "cell":
+                _refuse_impossible_timing(p, number, rec)
                 m = Measurement.from_json(rec)
                 if not m.machine:
                     m = replace(m, machine=own.id)
@@ -136,6 +145,16 @@ def load(paths: Sequence[str | Path]) -> Results:
     merged = cross_check(list(by_key.values()))  # pairwise/adjoint agreement is derived, never stored
     return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes),
                    tuple(machines[i] for i in named if i in machines))
+
+
+def _refuse_impossible_timing(path: Path, number: int, rec: dict[str, Any]) -> None:
+    """One line naming the file, line and field when a cell's timing cannot be a measurement (timing_validity)."""
+    timing = rec.get("timing")
+    if timing is None:
+        return  # not timed (check only, or a cell that failed before timing)
+    if why := timing_problem(timing):
+        raise ResultsFileError(f"{path}:{number}: cell {rec.get('key', '?')!r} ({rec.get('status', '?')}): {why}; "
+                               f"the record cannot be a measurement — fix or delete that line")
 
 
 def finished_keys(path: str | Path) -> set[str]:

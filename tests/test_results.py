@@ -2,14 +2,24 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import mannwhitneyu
+
+from adcompare.bootstrap import Bootstrap
+from adcompare.report.summary import entry, summarize
 
 from adcompare.cell import Cell
 from adcompare.errors import ResultsFileError
 from adcompare.measurement import Check, Measurement, Timing
 from adcompare.results import SCHEMA, ResultsWriter, finished_keys, load
 from adcompare.status import Status
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _m(size="n10", status=Status.OK):
@@ -81,3 +91,78 @@ def test_a_gzipped_results_file_reads_like_the_plain_one(tmp_path):
     (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
     with pytest.raises(ResultsFileError, match="cannot read results file"):
         load([tmp_path / "bad.jsonl.gz"])
+
+
+def _ok_record_line(path, **timing):
+    """Write a one-cell results file whose ok cell's timing fields are overridden; return its path."""
+    m = _m()
+    with ResultsWriter(path, {"host": "h"}) as w:
+        w.add(m)
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[-1])
+    rec["timing"].update(timing)
+    lines[-1] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    return len(lines)
+
+
+@pytest.mark.parametrize("timing, field", [
+    ({"samples": [1e-5, -2e-5, 3e-5]}, r"timing\.samples\[1\] is -2e-05, a negative time"),
+    ({"samples": [1e-5, float("nan")]}, r"timing\.samples\[1\] is nan, not a finite time"),
+    ({"samples": [float("inf")]}, r"timing\.samples\[0\] is inf"),
+    ({"samples": []}, r"timing\.samples is empty"),
+    ({"median": float("nan")}, r"timing\.median is nan"),
+    ({"first_call": -1.0}, r"timing\.first_call is -1\.0, a negative time"),
+])
+def test_loading_refuses_a_timing_that_cannot_be_a_measurement(tmp_path, timing, field):
+    path = tmp_path / "r.jsonl"
+    line = _ok_record_line(path, **timing)
+    with pytest.raises(ResultsFileError, match=rf"^{path}:{line}: cell .*\(ok\): {field}") as err:
+        load([path])
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+
+
+def test_loading_keeps_zero_times_and_untimed_cells(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _ok_record_line(path, samples=[0.0, 0.0, 0.0])
+    assert load([path]).measurements[0].timing.median == 0.0
+    with ResultsWriter(tmp_path / "u.jsonl", {}) as w:
+        w.add(Measurement(_m().cell, Status.FAILED, message="boom"))
+    assert load([tmp_path / "u.jsonl"]).measurements[0].timing is None
+
+
+def test_every_committed_baseline_and_fixture_loads():
+    """No legitimate record is refused: the baselines `adcompare run` wrote, and the test fixtures."""
+    root = Path(__file__).resolve().parent.parent
+    files = [*sorted((root / "benchmarks" / "results").rglob("*.jsonl*")),
+             *sorted((root / "tests" / "fixtures").rglob("*.jsonl"))]
+    assert len(files) >= 8
+    for f in files:
+        assert load([f]).measurements, f
+
+
+def test_a_real_pytest_benchmark_run_at_default_rounds_reports_the_speed_up_of_its_raw_rounds(tmp_path):
+    """The README's headline flow on real output (hundreds to thousands of rounds, which overflowed the rank test):
+    `adcompare report` builds, and the summary's speed-up equals the ratio of medians of the JSON's raw rounds."""
+    bench = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "benchmarks" / "test_matrix.py"), "--benchmark-only", "-q",
+         "-p", "no:cacheprovider", "--adcompare-adapters", "jax,torch", "--adcompare-problems", "f_r2_r3",
+         "--adcompare-operators", "jacrev", f"--benchmark-json={bench}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    benchmarks = json.loads(bench.read_text())["benchmarks"]
+    cells = [(b["extra_info"]["adcompare_cell"], b["stats"]["data"]) for b in benchmarks]
+    raw = {f"{cell['adapter']} · {cell['variant']}": data for cell, data in cells}
+    assert max(len(d) for d in raw.values()) >= 100  # default rounds: far more than adcompare run's 7 blocks
+    shown = subprocess.run([sys.executable, "-m", "adcompare", "report", str(bench), "-o", str(tmp_path / "rep")],
+                           capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr[-2000:]
+    assert (tmp_path / "rep" / "index.html").exists()
+    (verdict,) = [v for s in summarize(load([bench]).measurements, Bootstrap()) for v in s.every_size]
+    fastest = np.median(raw[entry(verdict.fastest)])
+    assert fastest == min(np.median(d) for d in raw.values())
+    for rival in verdict.rivals:
+        assert rival.ratio.ratio == pytest.approx(np.median(raw[entry(rival.measurement)]) / fastest, rel=1e-12)
+        assert rival.difference.p_value == pytest.approx(
+            mannwhitneyu(raw[entry(verdict.fastest)], raw[entry(rival.measurement)]).pvalue, rel=1e-9, abs=1e-300)

@@ -62,3 +62,22 @@ def test_holm_can_turn_a_lone_significant_result_into_noise():
     many = judge([_pair(boot, fast, slow, "x")] + [_pair(boot, fast, fast, f"same{i}") for i in range(99)])
     assert many[0].p_value == alone.p_value and not many[0].significant
     assert many[0].reason.startswith("rank test p")
+
+
+def test_thousands_of_separated_rounds_give_scipys_p_without_overflow():
+    """pytest-benchmark keeps thousands of rounds: 2 / C(n₁+n₂, n₁) is far beyond a float (the README's crash)."""
+    rng = np.random.default_rng(2)
+    for n1, n2, ties in ((12529, 888, False), (7, 5000, False), (3000, 3000, True), (5, 8, False)):
+        a = rng.lognormal(0, 0.05, n1)
+        b = rng.lognormal(0, 0.05, n2) + 10
+        if ties:
+            a, b = np.round(a, 2), np.round(b, 2)
+        expected = mannwhitneyu(a, b, alternative="two-sided").pvalue
+        assert rank_p(list(a), list(b)) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
+def test_bootstrap_forms_no_ratio_over_a_zero_block_and_caps_extreme_ratios():
+    boot = Bootstrap()
+    assert boot.ratio("z", _timing([0.0, 1e-6, 1e-6]), "b", _timing([1e-3] * 3)) is None
+    r = boot.ratio("tiny", _timing([1e-12, 2e-12, 3e-12]), "huge", _timing([1e300, 2e300, 3e300]))
+    assert r.ratio == r.high == np.finfo(float).max and r.clear

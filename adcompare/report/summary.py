@@ -7,6 +7,7 @@ Only `ok` cells are ranked — a wrong derivative (mismatch) is not a fast one. 
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,7 +38,10 @@ def sample_key(m: Measurement) -> str:
 
 
 def timed(m: Measurement) -> bool:
-    return m.status is Status.OK and m.timing is not None and len(m.timing.samples) > 0
+    """Rankable: an `ok` cell with a positive, finite median. A zero median (a timer coarser than the call) forms
+    no ratio, so such a cell is listed as not ranked rather than divided by."""
+    return m.status is Status.OK and m.timing is not None and len(m.timing.samples) > 0 \
+        and 0 < m.timing.median < math.inf
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Verdict:
     machine: str  # fingerprint id
     fastest: Measurement
     rivals: tuple[Rival, ...]  # slower by median, fastest first
-    not_ranked: tuple[Measurement, ...]  # ran but not ok, or no timing
+    not_ranked: tuple[Measurement, ...]  # ran but not ok, no timing, or a zero median
 
     @property
     def tied(self) -> tuple[Rival, ...]:
