@@ -1,14 +1,16 @@
-"""One cell through pytest-benchmark, in-process: prepare, first call, check, then `benchmark(run + sync)`."""
+"""One cell through pytest-benchmark, in-process: the shared first call and verdict (execution.first_call: prepare,
+first call, shape and NaN checks, float64 reference), then `benchmark(run + sync)`.
+
+A cell that failed or gave NaN is not handed to pytest-benchmark (as `adcompare run` does not time it); its
+verdict is in `benchmark.extra_info` and the test fails with the verdict's message. A mismatch is timed, then fails.
+"""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from . import plugins, timing
-from .adapter import Request
+from . import plugins
 from .cell import Cell
-from .check import check_result, status_of
-from .inputs import cell_inputs
+from .execution import first_call
 from .status import Status
 
 
@@ -19,18 +21,21 @@ def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) ->
     if not capability.supported:
         pytest.skip(f"unsupported: {capability.reason}")
     adapter.setup(dtype=cell.dtype, device=cell.device, threads=1)
-    size = problem.size(cell.size)
-    inputs = cell_inputs(problem, size, cell.operator, cell.dtype)
-    prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs))
-    out, first = timing.first_call(prepared, adapter.sync)
-    check = check_result(problem, size, cell.operator, cell.dtype, inputs, np.asarray(adapter.to_numpy(out)))
-    status = status_of(check)
+    called = first_call(adapter, problem, cell)
     benchmark.group = f"{cell.problem}-{cell.size}-{cell.operator}"
     benchmark.extra_info.update({
-        "adcompare_cell": cell.to_json(), "key": cell.key, "status": status.value, "algorithm": capability.algorithm,
-        "support": capability.support.value, "first_call": first, "compile": prepared.compile_seconds,
-        "compile_method": prepared.compile_method, "check": check.to_json(),
+        "adcompare_cell": cell.to_json(), "key": cell.key, "status": called.status.value,
+        "algorithm": capability.algorithm, "support": capability.support.value, "first_call": called.seconds,
+        "compile": called.prepared.compile_seconds if called.prepared else None,
+        "compile_method": called.prepared.compile_method if called.prepared else "",
+        "check": called.check.to_json() if called.check else None,
     })
-    run, sync = prepared.run, adapter.sync
+    if called.message:
+        benchmark.extra_info["message"] = called.message
+    if called.error is not None:
+        raise called.error  # prepare or the first call raised: its own traceback says most
+    if called.check is None:  # a wrong shape or a NaN: nothing worth timing
+        pytest.fail(f"{cell.id}: {called.status.value}: {called.message}")
+    run, sync = called.prepared.run, adapter.sync
     benchmark(lambda: sync(run()))
-    assert status is Status.OK, f"{cell.id}: {status.value} (error {check.error} vs tolerance {check.tolerance})"
+    assert called.status is Status.OK, f"{cell.id}: {called.status.value} ({called.message})"

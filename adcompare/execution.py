@@ -1,22 +1,27 @@
-"""Running one cell in the current process: prepare, first call, check the derivative, then time it.
+"""Running one cell in the current process: prepare, first call, validate, check the derivative, then time it.
 
-The worker process calls this for every cell; so does the in-process pytest-benchmark path. Every derivative is
-checked before it is timed; a wrong one is still timed (and labelled `mismatch`), a NaN one is not.
+`first_call` is the one core every in-process path shares: the worker's `run_cell` (which then times the cell),
+`run_once` (adapter tests), the pytest-benchmark path (`benchmark_cell`, which then hands the call to
+pytest-benchmark) and the conformance suite's `run_case` (which then runs the cell a second time and looks for
+changed inputs). So a wrong shape, a NaN or a wrong derivative gets the same verdict whichever path ran it. Every
+derivative is checked before it is timed; a wrong one is still timed (and labelled `mismatch`), a NaN one is not.
 """
 from __future__ import annotations
 
 import gc
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import memory, timing
-from .adapter import Adapter, CellInputs, Request
+from .adapter import Adapter, CellInputs, Prepared, Request
 from .cell import Cell
 from .check import check_result, describe, status_of
 from .inputs import cell_inputs
-from .measurement import Measurement
+from .measurement import Check, Measurement
 from .operators import expected_shape, spec
 from .problem import Problem, Size, example_output_shape, output_shape
 from .reference import ReferenceError
@@ -27,6 +32,34 @@ from .status import Status
 class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
     policy: timing.TimingPolicy = timing.TimingPolicy()
+
+
+@dataclass(frozen=True)
+class FirstCall:
+    """A cell prepared and called once in this process, synced, with its verdict: what each caller starts from.
+
+    `status` is FAILED when prepare or the first call raised (`error`, `message` says at which stage), the result has
+    the wrong shape, or the reference could not be computed; NAN when the result is not finite (no reference is
+    needed to call NaN NaN); else the check's verdict, OK or MISMATCH (OK when no check was asked for).
+    """
+
+    size: Size
+    inputs: CellInputs
+    expected_shape: tuple[int, ...]
+    status: Status
+    message: str = ""
+    prepared: Prepared | None = None
+    output: Any = None  # what the adapter's to_numpy returned, as returned (the conformance suite checks its type)
+    result: np.ndarray | None = None  # `output` as a NumPy array
+    seconds: float | None = None  # the first call, run + sync
+    details: Mapping[str, Any] | None = None  # None when prepare or the first call raised
+    check: Check | None = None  # None unless the result was validated and a check was asked for
+    error: Exception | None = None  # what prepare or the first call raised
+
+    @property
+    def called(self) -> bool:
+        """prepare and the first call returned (whatever the verdict on what they returned)."""
+        return self.error is None
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -40,18 +73,71 @@ def describe_exception(exc: BaseException) -> str:
     return head[:2000]
 
 
+def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | None = None,
+               inputs: CellInputs | None = None, check: bool = True) -> FirstCall:
+    """Prepare → first call → validate (shape, finiteness) → check against the float64 reference, in this process.
+
+    `size` and `inputs` default to the cell's own (callers with input files pass theirs); `check=False` stops
+    after the validation, for callers that compare results themselves (`run_once`). Exceptions raised by prepare
+    or the first call become a FAILED verdict carrying the exception; any other exception propagates.
+    """
+    size = size or problem.size(cell.size)
+    inputs = inputs or cell_inputs(problem, size, cell.operator, cell.dtype)
+    out_shape = output_shape(problem, size)
+    ex_shape = example_output_shape(problem, size) if spec(cell.operator).per_example else None
+    want = tuple(expected_shape(cell.operator, wrt_shape=inputs.wrt.shape, out_shape=out_shape,
+                                example_out_shape=ex_shape,
+                                batch_size=None if inputs.batch is None else inputs.batch.shape[0]))
+    base = dict(size=size, inputs=inputs, expected_shape=want)
+    stage = "prepare"
+    try:
+        prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs))
+        stage = "first call"
+        out, seconds = timing.first_call(prepared, adapter.sync)
+        output = adapter.to_numpy(out)
+        result = np.asarray(output)
+        details = dict(prepared.details)
+        if prepared.after_first_call is not None:
+            details.update(prepared.after_first_call())
+    except Exception as exc:
+        return FirstCall(**base, status=Status.FAILED, message=f"{stage}: {describe_exception(exc)}", error=exc)
+
+    # Input and output sizes (per example for per-example operators) let the report place forward against
+    # reverse mode without the problem installed.
+    details.update(size.provenance())  # the input file and its sha256, or the seed
+    details["wrt_size"] = int(inputs.wrt.size)
+    details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
+    called = {**base, "prepared": prepared, "output": output, "result": result, "seconds": seconds, "details": details}
+    if tuple(result.shape) != want:
+        return FirstCall(**called, status=Status.FAILED,
+                         message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
+                                 f"expected {want}")
+    if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
+        return FirstCall(**called, status=Status.NAN, message="result contains NaN or Inf")
+    if not check:
+        return FirstCall(**called, status=Status.OK)
+    try:
+        checked = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
+    except ReferenceError as exc:
+        return FirstCall(**called, status=Status.FAILED, message=f"reference: {exc}")
+    status = status_of(checked)
+    return FirstCall(**called, status=status, message=describe(checked) if status is not Status.OK else "",
+                     check=checked)
+
+
 def run_once(adapter: Adapter, problem: Problem, operator: str, dtype: str, *, variant: str = "eager",
              device: str = "cpu", inputs: CellInputs | None = None, size: Size | None = None):
     """Prepare and run one cell once in this process, synced: (prepared, NumPy result, inputs, size).
 
-    For adapter tests and the conformance suite; runs use `run_cell` in a worker.
+    For adapter tests, which compare the result themselves: an exception from prepare or the call is raised, and
+    the result is returned whatever its shape or values. Runs use `run_cell` in a worker.
     """
     size = size or problem.smallest_size
-    inputs = inputs or cell_inputs(problem, size, operator, dtype)
-    prepared = adapter.prepare(Request(problem, operator, variant, device, dtype, inputs))
-    out = prepared.run()
-    adapter.sync(out)
-    return prepared, adapter.to_numpy(out), inputs, size
+    cell = Cell(problem.name, size.label, operator, adapter.name, variant, device, dtype)
+    called = first_call(adapter, problem, cell, size=size, inputs=inputs, check=False)
+    if called.error is not None:
+        raise called.error
+    return called.prepared, called.output, called.inputs, called.size
 
 
 def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionOptions = ExecutionOptions()
@@ -65,50 +151,23 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     gc.collect()
     memory.reset_host_peak()
     adapter.reset_peak_device_memory(cell.device)
-    stage = "prepare"
-    try:
-        prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs))
-        stage = "first call"
-        out, first = timing.first_call(prepared, adapter.sync)
-        result = np.asarray(adapter.to_numpy(out))
-        details = dict(prepared.details)
-        if prepared.after_first_call is not None:
-            details.update(prepared.after_first_call())
-    except Exception as exc:
-        return Measurement(status=Status.FAILED, message=f"{stage}: {describe_exception(exc)}", **base)
-
-    out_shape = output_shape(problem, size)
-    ex_shape = example_output_shape(problem, size) if spec(cell.operator).per_example else None
-    want = expected_shape(cell.operator, wrt_shape=inputs.wrt.shape, out_shape=out_shape,
-                          example_out_shape=ex_shape,
-                          batch_size=None if inputs.batch is None else inputs.batch.shape[0])
-    # Input and output sizes (per example for per-example operators) let the report place forward against
-    # reverse mode without the problem installed.
-    details.update(size.provenance())  # the input file and its sha256, or the seed
-    details["wrt_size"] = int(inputs.wrt.size)
-    details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
-    if tuple(result.shape) != tuple(want):
-        return Measurement(status=Status.FAILED, details=details, **base,
-                           message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
-                                   f"expected {tuple(want)}")
-    if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
-        return Measurement(status=Status.NAN, message="result contains NaN or Inf", details=details, **base)
-    try:
-        check = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
-    except ReferenceError as exc:
-        return Measurement(status=Status.FAILED, message=f"reference: {exc}", details=details, **base)
-    status = status_of(check)
-    message = describe(check) if status is not Status.OK else ""
+    called = first_call(adapter, problem, cell, size=size, inputs=inputs)
+    if not called.called:
+        return Measurement(status=Status.FAILED, message=called.message, **base)
+    details = dict(called.details)
+    if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed
+        return Measurement(status=called.status, message=called.message, details=details, **base)
+    check, status, prepared, first = called.check, called.status, called.prepared, called.seconds
     measured = None
-    if options.time and status is not Status.NAN:
+    if options.time:
         try:
             measured = timing.measure(prepared, adapter.sync, first, compiled=bool(adapter.compiled_from(cell.variant)),
                                       policy=options.policy)
         except Exception as exc:
             return Measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,
                                details=details, **base)
-    if not options.time:
+    else:
         details["first_call_seconds"] = first  # check mode: one call is not a timing, so no Timing record
-    return Measurement(status=status, message=message, timing=measured, check=check,
+    return Measurement(status=status, message=called.message, timing=measured, check=check,
                        host_peak_bytes=memory.host_peak_bytes(),
                        device_peak_bytes=adapter.peak_device_memory(cell.device), details=details, **base)

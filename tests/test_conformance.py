@@ -2,6 +2,7 @@
 can fail: adapters broken on purpose in one way each are caught."""
 from __future__ import annotations
 
+import re
 import types
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from adcompare import Adapter, Capability, Prepared, plugins
 from adcompare.check import status_of
 from adcompare.errors import UnsupportedOperation
+from adcompare.inputs import cell_inputs
 from adcompare.namespace_probes import used_names
 from adcompare.plan import gpu_present
 from adcompare.status import Status
@@ -204,3 +206,120 @@ def test_the_suites_class_scoped_fixtures_are_classmethods():
                 and any(is_class_scoped_fixture(d) for d in f.decorator_list)]
     assert {f.name for f in fixtures} >= {"installed", "dtype"}
     assert [f.name for f in fixtures if "classmethod" not in {ast.unparse(d) for d in f.decorator_list}] == []
+
+
+# --- one verdict whichever path runs the cell (execution.first_call) ------------------------------------------
+
+VERDICT_PLUGIN = '''
+import numpy as np
+
+from adcompare import Adapter, Capability, Prepared, hookimpl, problem
+
+
+@problem(sizes=[3], wrt="x", operators=("value",))
+def log_of_negatives(x, /, *, xp):
+    """sum(log(x - 10)) on x in [0, 1): NaN through every namespace."""
+    return xp.sum(xp.log(x - 10.0))
+
+
+@log_of_negatives.inputs
+def _(rng, n):
+    return {"x": rng.uniform(0.0, 1.0, n)}
+
+
+class NumpyValue(Adapter):
+    name = "numpy-value"
+    distribution = "numpy"
+    module = "numpy"
+    variants = {"eager": "NumPy evaluation"}
+    devices = ("cpu",)
+
+    def namespace(self):
+        return np
+
+    def capability(self, operator, variant):
+        if operator == "value" and variant == "eager":
+            return Capability.native("NumPy evaluation")
+        return Capability.unsupported(f"{self.name} computes no {operator}")
+
+    def prepare(self, request):
+        f, w = request.problem.bind(np, dict(request.inputs.constants)), request.inputs.wrt
+        return Prepared(lambda: f(w))
+
+    def to_numpy(self, out):
+        return np.asarray(out)
+
+
+class Reshaped(NumpyValue):
+    """Right values, wrong shape: a scalar value returned as shape (1,)."""
+
+    name = "numpy-reshaped"
+
+    def to_numpy(self, out):
+        return np.atleast_1d(np.asarray(out))
+
+
+@hookimpl
+def adcompare_adapters():
+    return [NumpyValue(), Reshaped()]
+'''
+
+
+class BenchmarkRecorder:
+    """What benchmark_cell uses of pytest-benchmark's `benchmark` fixture: a group, extra_info, a call."""
+
+    def __init__(self) -> None:
+        self.group, self.extra_info, self.calls = None, {}, 0
+
+    def __call__(self, function) -> None:
+        self.calls += 1
+        function()
+
+
+@pytest.fixture(scope="module")
+def verdict_plugin(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("verdicts") / "verdict_adapters.py"
+    path.write_text(VERDICT_PLUGIN)
+    return str(path)
+
+
+@pytest.mark.parametrize("adapter_name, problem_name, status, says", [
+    ("numpy-reshaped", "exp_dot_loss", Status.FAILED, "numpy-reshaped returned shape (1,) for value, expected ()"),
+    ("numpy-value", "log_of_negatives", Status.NAN, "result contains NaN or Inf"),
+    ("numpy-value", "exp_dot_loss", Status.OK, ""),
+])
+def test_every_path_gives_the_same_verdict(verdict_plugin, adapter_name, problem_name, status, says):
+    """The worker (`adcompare run`), pytest-benchmark's path and the conformance suite share one first call: a
+    wrong shape is failed and a NaN is nan in each (pytest-benchmark's path skipped both checks before)."""
+    from adcompare import runner
+    from adcompare.benchmark_cell import benchmark_cell
+    from adcompare.cell import Cell
+    from adcompare.execution import run_once
+    from adcompare.plan import Plan
+    from adcompare.timing import TimingPolicy
+
+    registry = plugins.load((verdict_plugin,))
+    problem, adapter = registry.problem(problem_name), registry.adapter(adapter_name)
+    size = problem.smallest_size.label
+    cell = Cell(problem_name, size, "value", adapter_name, "eager", "cpu", "float64")
+
+    quick = TimingPolicy(min_time=0.001, max_time=0.05, warmup_time=0.0, min_samples=3)
+    [in_worker] = runner.run(registry, Plan((cell,), ()), runner.RunOptions(threads=1, policy=quick))
+    outcome = run_case(adapter, problem, Case(problem_name, size, "value", "eager"), "float64")
+    bench = BenchmarkRecorder()
+    if status is Status.OK:
+        benchmark_cell(cell, bench, (verdict_plugin,))
+    else:
+        with pytest.raises(pytest.fail.Exception, match=re.escape(f"{status.value}: {says}")):
+            benchmark_cell(cell, bench, (verdict_plugin,))
+
+    assert in_worker.status is outcome.status is Status(bench.extra_info["status"]) is status
+    assert in_worker.message == outcome.message == bench.extra_info.get("message", "") == says
+    # Only a checked result is timed, by either timer.
+    assert (in_worker.timing is not None) == (bench.calls == 1) == (status is Status.OK)
+    assert (outcome.check is None) == (bench.extra_info["check"] is None) == (status is not Status.OK)
+    # run_once (adapter tests) still hands back whatever the adapter returned, for the test to judge.
+    _, result, _, _ = run_once(adapter, problem, "value", "float64")
+    reference = problem.bind(np, cell_inputs(problem, problem.smallest_size, "value", "float64").constants)(
+        cell_inputs(problem, problem.smallest_size, "value", "float64").wrt)
+    assert np.array_equal(np.squeeze(result), reference, equal_nan=True)
