@@ -1,6 +1,7 @@
 """Agreement of a cell's result: against the float64 reference, across adapters, and by the adjoint identity.
 
-The error measure (`scaled_error`) and the tolerance policy by dtype (`tolerance`) live in tolerance.py. The same
+The error measure (`scaled_error`) and the tolerance policy by dtype (`tolerance`) live in tolerance.py;
+`check_result` hands it the values the result is compared with, for its normwise term. The same
 tolerance judges the reference error, the pairwise error and the adjoint error, so `status_of` gives the same
 verdict whoever calls it and the tolerance printed beside each error is the one that was applied.
 
@@ -43,7 +44,9 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
         raise ValueError(f"problem {problem.name!r} at {size.label}: {operator} result has shape "
                          f"{tuple(result.shape)}, the reference {tuple(ref.value.shape)}")
     output_dtype = str(result.dtype)
-    base = dict(tolerance=tolerance(dtype, ref), reference_method=ref.method, output_dtype=output_dtype,
+    # What the result is compared with, for the tolerance's normwise term: the full reference or the directional values
+    expected = ref.value if ref.value is not None else [v for d in ref.directional for v in np.ravel(d.expected)]
+    base = dict(tolerance=tolerance(dtype, ref, expected), reference_method=ref.method, output_dtype=output_dtype,
                 dtype_drift=output_dtype != dtype)
     if not np.issubdtype(result.dtype, np.floating) or not np.all(np.isfinite(result)):
         return Check(error=None, nonfinite=True, **base)
