@@ -65,6 +65,7 @@ class FrameworkBug:
     dtypes: tuple[str, ...] = ("*",)
     sizes: tuple[str, ...] = ("*",)  # where the suite meets it (the bug may need a large enough array)
     title: str = ""  # one line for the report's "Framework bugs found"
+    workaround: str = ""  # what avoids it; adcompare never applies it (frameworks are measured as they ship)
 
     def affects(self, versions: Mapping[str, str]) -> bool:
         return versions.get(self.distribution) in self.affected_versions
@@ -79,7 +80,8 @@ FRAMEWORK_BUGS: dict[tuple[str, str, str, str, str], FrameworkBug] = {
         distribution="jaxlib", affected_versions=("0.10.2",),
         reproducer="docs/framework-bugs/jax_ynn_reduce_wrong.md", upstream="https://github.com/jax-ml/jax/issues/39103",
         dtypes=("float32",), sizes=("n5-m50-p300",),
-        title="XLA CPU: YNNPACK reduce fusion gives wrong float32 values (JAX compiled jacrev of bundle_adjustment)"),
+        title="XLA CPU: YNNPACK reduce fusion gives wrong float32 values (JAX compiled jacrev of bundle_adjustment)",
+        workaround="XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=-LIBRARY_FUSION_TYPE_REDUCE, or jaxlib 0.10.1"),
 }
 
 
