@@ -1,16 +1,25 @@
 """Known framework limitations as data: (adapter, problem, operator, variant, device) → (status, reason); '*'
-matches all.
+matches all. Framework bugs that make a cell wrong (`mismatch`, `nan`) are `FRAMEWORK_BUGS`, keyed in addition
+by the framework versions verified to have them, each with a reproducer under docs/framework-bugs/.
 
 A cell that fails as expected is still recorded as `failed` with the framework's message; `adcompare check` and
 `adcompare run` do not count it against their exit code, and the check matrix labels it. The test suite holds
 the table strictly: a listed cell that starts passing fails its test, so entries go when frameworks improve.
 Compiled variants of problems declaring `compilable=False` are expected to fail by rule, not listed here.
+
+A framework bug applies only while the cell ran on a version listed as affected: the versions its worker loaded
+(`Measurement.versions`), or the installed ones when a cell is judged in-process without them. Only versions
+where the reproducer was run and failed are listed, so a new release is never excused unverified: if it fixes
+the bug the cell passes; if not, it shows as an unexplained mismatch until someone runs the reproducer on it and
+adds the version. adcompare never sets the workaround flags: it measures frameworks as they ship.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from .cell import Cell
+from .fingerprint import installed_versions
 from .measurement import Measurement, declared_compiles
 from .operators import OPERATORS
 from .status import Status
@@ -43,25 +52,81 @@ EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str]] = {
 }
 
 
-def expected(cell: Cell, compilable: bool) -> tuple[Status, str] | None:
+@dataclass(frozen=True)
+class FrameworkBug:
+    """A framework bug that makes a cell wrong, on the versions where its reproducer was run and failed."""
+
+    status: Status  # MISMATCH or NAN
+    reason: str
+    distribution: str  # whose version decides, e.g. "jaxlib"
+    affected_versions: tuple[str, ...]  # verified to fail; a fixed (or unverified) release is not excused
+    reproducer: str  # path from the repository root, docs/framework-bugs/<name>.md
+    upstream: str = ""
+    dtypes: tuple[str, ...] = ("*",)
+    sizes: tuple[str, ...] = ("*",)  # where the suite meets it (the bug may need a large enough array)
+    title: str = ""  # one line for the report's "Framework bugs found"
+    workaround: str = ""  # what avoids it; adcompare never applies it (frameworks are measured as they ship)
+
+    def affects(self, versions: Mapping[str, str]) -> bool:
+        return versions.get(self.distribution) in self.affected_versions
+
+
+FRAMEWORK_BUGS: dict[tuple[str, str, str, str, str], FrameworkBug] = {
+    ("jax", "bundle_adjustment", "jacrev", "compiled", "cpu"): FrameworkBug(
+        Status.MISMATCH,
+        "jaxlib 0.10.2's YNNPACK reduce fusion (__ynn_fusion) of two broadcast-multiply reductions gives wrong "
+        "float32 values on CPU (0.10.1 is right; XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type="
+        "-LIBRARY_FUSION_TYPE_REDUCE avoids it)",
+        distribution="jaxlib", affected_versions=("0.10.2",),
+        reproducer="docs/framework-bugs/jax_ynn_reduce_wrong.md", upstream="https://github.com/jax-ml/jax/issues/39103",
+        dtypes=("float32",), sizes=("n5-m50-p300",),
+        title="XLA CPU: YNNPACK reduce fusion gives wrong float32 values (JAX compiled jacrev of bundle_adjustment)",
+        workaround="XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=-LIBRARY_FUSION_TYPE_REDUCE, or jaxlib 0.10.1"),
+}
+
+
+def _matches(key: tuple[str, str, str, str, str], cell: Cell) -> bool:
+    adapter, problem, operator, variant, device = key
+    return all(want in ("*", got) for want, got in ((adapter, cell.adapter), (problem, cell.problem),
+                                                   (operator, cell.operator), (variant, cell.variant),
+                                                   (device, cell.device)))
+
+
+def framework_bug(cell: Cell, versions: Mapping[str, str] | None = None) -> FrameworkBug | None:
+    """The framework bug this cell meets with these versions (None: the installed ones), or None."""
+    for key, bug in FRAMEWORK_BUGS.items():
+        if _matches(key, cell) and {"*", cell.dtype} & set(bug.dtypes) and {"*", cell.size} & set(bug.sizes):
+            loaded = versions if versions else installed_versions((bug.distribution,))
+            if bug.affects(loaded):
+                return bug
+    return None
+
+
+def expected(cell: Cell, compilable: bool, versions: Mapping[str, str] | None = None) -> tuple[Status, str] | None:
+    """The status and reason a cell is known to end with; `versions` (default: the installed ones) decide
+    whether a framework bug applies."""
     if not compilable and declared_compiles(cell):
         return Status.FAILED, "data-dependent Python control flow cannot be compiled"
-    for (adapter, problem, operator, variant, device), outcome in EXPECTED.items():
-        if all(want in ("*", got) for want, got in ((adapter, cell.adapter), (problem, cell.problem),
-                                                   (operator, cell.operator), (variant, cell.variant),
-                                                   (device, cell.device))):
+    for key, outcome in EXPECTED.items():
+        if _matches(key, cell):
             return outcome
-    return None
+    bug = framework_bug(cell, versions)
+    return (bug.status, bug.reason) if bug is not None else None
+
+
+def _known(m: Measurement, problems) -> tuple[Status, str] | None:
+    problem = problems.get(m.cell.problem)
+    return expected(m.cell, problem.compilable, m.versions or None) if problem is not None else None
 
 
 def expected_failure(m: Measurement, problems) -> str | None:
     """The reason `m` failed as expected, or None (also None when it did not fail the expected way)."""
-    problem = problems.get(m.cell.problem)
-    known = expected(m.cell, problem.compilable) if problem is not None else None
+    known = _known(m, problems)
     return known[1] if known is not None and m.status is known[0] else None
 
 
 EXPECTED_KEY = "expected_failure"  # details key: the known limitation a failed cell matches
+REPRODUCER_KEY = "framework_bug"  # details key: the reproducer of the framework bug it matches
 
 
 def labelled(m: Measurement, problems) -> Measurement:
@@ -70,7 +135,9 @@ def labelled(m: Measurement, problems) -> Measurement:
     why = expected_failure(m, problems)
     if why is None or m.details.get(EXPECTED_KEY) == why:
         return m
-    return replace(m, details={**m.details, EXPECTED_KEY: why})
+    bug = framework_bug(m.cell, m.versions or None)
+    extra = {REPRODUCER_KEY: bug.reproducer} if bug is not None and bug.reason == why else {}
+    return replace(m, details={**m.details, EXPECTED_KEY: why, **extra})
 
 
 def expected_reason(m: Measurement) -> str | None:
@@ -78,11 +145,15 @@ def expected_reason(m: Measurement) -> str | None:
     return m.details.get(EXPECTED_KEY)
 
 
+def expected_reproducer(m: Measurement) -> str | None:
+    """The reproducer (docs/framework-bugs/…) of the framework bug a labelled measurement failed as, or None."""
+    return m.details.get(REPRODUCER_KEY)
+
+
 def unexpected(m: Measurement, problems) -> str | None:
     """None when `m` is as it should be — ok, unsupported with a reason, or failed exactly as expected — else why
     not, in one line (for tests and suites that hold the built-in adapters to this table strictly)."""
-    problem = problems.get(m.cell.problem)
-    known = expected(m.cell, problem.compilable) if problem is not None else None
+    known = _known(m, problems)
     if known is not None and m.status is not Status.UNSUPPORTED:
         if m.status is known[0] and m.message:
             return None

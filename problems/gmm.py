@@ -69,8 +69,9 @@ def log_likelihood(params, x, xp):
     qdiag = xp.exp(q)
     L = _lower_triangle(q, off, xp)
 
-    # Layout (K, d, n). Lₖ(xᵢ − μₖ) is written Lₖxᵢ − Lₖμₖ: jax 0.10.2's jit of a JVP through Lₖ @ (xᵢ − μₖ), whose
-    # tangent is broadcast along n, returns NaN or segfaults on CPU for n ≥ 500 (docs/problems.md).
+    # Layout (K, d, n). Lₖ(xᵢ − μₖ) is written Lₖxᵢ − Lₖμₖ: with jaxlib 0.10.2 on CPU, the jitted JVP through
+    # Lₖ @ (xᵢ − μₖ) becomes one YNNPACK reduce fusion (__ynn_fusion) that returns NaN or garbage in float32
+    # (0.10.1 is right); see docs/framework-bugs/jax_ynn_gmm_jvp.md for the reproducer and the workaround flag.
     xt = xp.matrix_transpose(x)
     centred = xp.expand_dims(xt, axis=0) - xp.expand_dims(means, axis=-1)
     qx = xp.expand_dims(qdiag, axis=-1) * centred + (L @ xt - L @ xp.expand_dims(means, axis=-1))

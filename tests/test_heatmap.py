@@ -61,3 +61,16 @@ def test_colour_is_logarithmic():
     assert heatmap.colour(1.0, 100) == heatmap.VIRIDIS[0]
     assert heatmap.colour(100.0, 100) == heatmap.VIRIDIS[-1]
     assert heatmap.colour(10.0, 100) in heatmap.VIRIDIS[4:6]
+
+
+def test_an_unlabelled_framework_bug_is_judged_by_the_versions_its_worker_loaded():
+    """jaxlib 0.10.2's wrong BA jacrev is expected on 0.10.2 only: a record from 0.10.1 with the same failure is an
+    unexplained ✗ whatever jaxlib this process has installed."""
+    def ba(jaxlib):
+        return Measurement(Cell("bundle_adjustment", "n5-m50-p300", "jacrev", "jax", "compiled", "cpu", "float32"),
+                           Status.MISMATCH, "error 1.00e+00", "native", "", None, machine="m1",
+                           versions={"jax": jaxlib, "jaxlib": jaxlib})
+
+    affected, fixed = heatmap._glyph(ba("0.10.2")), heatmap._glyph(ba("0.10.1"))
+    assert affected[0] == "⊘" and "YNNPACK" in affected[2]
+    assert fixed[0] == "✗" and fixed[2] == "mismatch: error 1.00e+00"

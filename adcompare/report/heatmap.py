@@ -76,8 +76,8 @@ def _glyph(m: Measurement) -> tuple[str, str, str] | None:
     if timed(m):
         return None
     why = expected_reason(m)  # set by expectations.labelled when the CLI reports
-    if why is None and (known := expected(m.cell, True)) is not None and m.status is known[0]:
-        why = known[1]  # unlabelled results: the table's rules, without the problem's compilable flag
+    if why is None and (known := expected(m.cell, True, m.versions or None)) is not None and m.status is known[0]:
+        why = known[1]  # unlabelled results: the table's rules (framework bugs by the versions the worker loaded)
     if why:
         return "⊘", "#f3e3e3", f"failed as expected: {why}"
     if m.status is Status.UNSUPPORTED:

@@ -19,14 +19,15 @@ from typing import Any
 
 import jinja2
 
-from ..expectations import expected_reason
+from ..expectations import expected_reason, expected_reproducer
 from ..measurement import Measurement
 from ..results import Results
 from ..status import MEANINGS, Status
 from ..support import Support
 from ..units import seconds
 from .. import bootstrap, significance
-from . import cells_table, compile_cost, correctness, environments, figures, findings, heatmap, relative_cost, summary
+from . import (cells_table, compile_cost, correctness, environments, figures, findings, framework_bugs, heatmap,
+               relative_cost, summary)
 from .dimensions import Dimensions
 from .svgchart import Chart, Palette
 
@@ -247,6 +248,9 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "compile_formula": compile_cost.FORMULA,
         "matrices": correctness.matrices(ms),
         "failures": correctness.failures(ms),
+        "framework_bugs": framework_bugs.found(ms, out_dir),
+        "expected_reproducer": expected_reproducer,
+        "reproducer_href": lambda path: framework_bugs.reproducer_href(path, out_dir),
         "not_run": (not_run := correctness.not_run(ms)),
         "not_run_cells": sum(len(g.cells) for g in not_run),
         "colour": palette.colour,
