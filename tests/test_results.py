@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,8 @@ def test_timing_statistics_are_numpys_median_and_percentiles():
         t = Timing(samples, 1, 0.1)
         q1, q3 = np.percentile(samples, [25, 75])
         assert (t.median, t.iqr, t.min) == (float(np.median(samples)), float(q3 - q1), min(samples))
+        huge = tuple(x * 1e308 for x in samples)  # up to 1e308: np.median's sum of the middle two is inf
+        assert Timing(huge, 1, 0.1).median == float(np.median(np.asarray(huge) / 2) * 2) < math.inf
 
 
 def test_a_gzipped_results_file_reads_like_the_plain_one(tmp_path):

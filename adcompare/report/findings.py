@@ -131,10 +131,13 @@ class Finding:
         return f"seed {self.claim.seed}: {self.measured}"
 
 
+COMPACT_ABOVE = 1e6  # ratios from here on in three significant digits and a power of ten, not in hundreds of digits
+
+
 def _times(r: float | None) -> str:
     if r is None or math.isnan(r):
         return "–"
-    return f"{r:,.0f}×" if r >= 100 else f"{r:.3g}×"
+    return f"{r:,.0f}×" if 100 <= r < COMPACT_ABOVE else f"{r:.3g}×"
 
 
 def _mark(x: Comparison) -> str:
