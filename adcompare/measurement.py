@@ -172,6 +172,11 @@ class Measurement:
         """`Cell.family` on this machine: a series of sizes measured by one machine."""
         return (self.machine, *self.cell.family)
 
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        """`Cell.ranking` on this machine: the cells whose times the summary ranks against each other."""
+        return (self.machine, *self.cell.ranking)
+
     def twin_key(self, **fields: str) -> tuple[str, str]:
         """The `merge_key` of `Cell.twin(**fields)` on the same machine: what to look a twin up by, e.g. a
         compiled cell's eager twin `m.twin_key(variant=m.compiles)` or a derivative's `twin_key(operator="value")`."""
