@@ -19,11 +19,14 @@ from adcompare.bootstrap import Bootstrap
 from adcompare.budget import choose
 from adcompare.cell import CURRENT, Cell, worker_group
 from adcompare.check import cross_check
+from adcompare.display import check_record
 from adcompare.estimate import Estimate, History
 from adcompare.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
 from adcompare.report import compile_cost, relative_cost
+from adcompare.report.figures import style
 from adcompare.report.findings import claims, evaluate, timed_index
 from adcompare.report.summary import summarize
+from adcompare.report.svgchart import Palette
 from adcompare.results import Results, load
 from adcompare.status import Status
 from adcompare.support import Support
@@ -248,3 +251,17 @@ def test_two_environments_on_one_machine_are_ranked_and_claimed_apart():
     ratios = {c.context: c.ratio for c in finding.comparisons}
     assert ratios == {"jax · eager": pytest.approx(3.0), "torch · eager": pytest.approx(3.0),
                       "jax · eager · old": pytest.approx(5.0), "torch · eager · old": pytest.approx(5.0)}
+
+
+def test_figure_lines_read_compiled_from_the_record_and_json_support_stays_a_string():
+    """TensorFlow's `graph` is compiled (its adapter says so): drawn as compiled code, not with an eager dash; and
+    a check record with no known support prints "" in JSON, not null."""
+    def m(adapter: str, variant: str, **kw) -> Measurement:
+        return Measurement(Cell("tanh", "n10", "grad", adapter, variant, "cpu", "float32"), Status.OK, **kw)
+
+    dashes = {v: style(Palette(), m("tensorflow", v)).dash for v in ("eager", "graph", "compiled")}
+    assert m("tensorflow", "graph").compiled and dashes == {"eager": "5 3", "graph": "10 1.5", "compiled": ""}
+    assert style(Palette(), m("torch", "eager-autograd")).dash == "8 3 2 3"
+    assert check_record(m("jax", "eager"))["support"] == ""
+    assert check_record(m("jax", "eager", support="emulated"))["support"] == "emulated"
+    assert json.loads(json.dumps(check_record(m("jax", "eager", support=Support.NATIVE))))["support"] == "native"
