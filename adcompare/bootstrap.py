@@ -59,11 +59,14 @@ class Bootstrap:
     def medians(self, key: str, samples: Sequence[float]) -> np.ndarray:
         if key not in self._medians:
             data = np.asarray(samples, dtype=float)
+            # np.median adds the two middle values: beyond FLOAT_MAX / 2 that sum is inf, so such times are halved
+            # before and doubled after (exact for normal floats; below, untouched as np.median's own)
+            half = 2.0 if data.max() > FLOAT_MAX / 2 else 1.0
             rng = np.random.default_rng([SEED, zlib.crc32(key.encode())])
             rows = max(1, min(RESAMPLES, CHUNK_VALUES // data.size))
-            parts = [np.median(data[rng.integers(0, data.size, size=(min(rows, RESAMPLES - done), data.size))],
+            parts = [np.median(data[rng.integers(0, data.size, size=(min(rows, RESAMPLES - done), data.size))] / half,
                                axis=1) for done in range(0, RESAMPLES, rows)]
-            self._medians[key] = np.concatenate(parts)
+            self._medians[key] = np.concatenate(parts) * half
         return self._medians[key]
 
     def ratio(self, fast_key: str, fast: Timing, slow_key: str, slow: Timing) -> Ratio | None:

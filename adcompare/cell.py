@@ -72,6 +72,13 @@ class Cell:
         device, environment and machine are left out on purpose: agreeing across them is what the check asks."""
         return (self.problem, self.size, self.operator, self.dtype)
 
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        """Cells with equal `ranking` are timed against each other (the report's summary): the same derivative
+        (`comparable`) on one device in one environment; the rivals differ by adapter and variant. Measurement
+        adds the machine: times of two machines are never ranked together."""
+        return (*self.comparable, self.device, self.environment)
+
     def twin(self, **fields: str) -> "Cell":
         """This cell with the named fields changed, e.g. `twin(variant="eager")`, `twin(operator="value")`:
         everything not named (environment included) stays, so a twin never pairs cells of two environments."""

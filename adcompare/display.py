@@ -100,7 +100,7 @@ def check_record(m: Measurement) -> dict[str, Any]:
     return {**m.cell.to_json(), "status": m.status.value, "worst_error": c.error if c else None,
             "pairwise_error": c.pairwise_error if c else None, "adjoint_error": c.adjoint_error if c else None,
             "tolerance": c.tolerance if c else None, "reference_method": c.reference_method if c else None,
-            "algorithm": m.algorithm, "support": m.support, "message": m.message}
+            "algorithm": m.algorithm, "support": m.support.value if m.support else "", "message": m.message}
 
 
 def _mark(m: Measurement, expected: bool = False) -> str:

@@ -1,7 +1,7 @@
 """A measurement: one cell's outcome — status, derivative check, timings, memory and the error text."""
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
@@ -29,6 +29,18 @@ def declared_compiles(cell: Cell) -> str:
     if cell.adapter in BUILTIN_COMPILES:
         return BUILTIN_COMPILES[cell.adapter].get(cell.variant, "")
     return "" if cell.variant.startswith("eager") else "eager"
+
+
+def median(samples: Sequence[float]) -> float:
+    """np.median, term for term where that is finite; for the two middle samples of an even count above ~9e307,
+    whose sum overflows (np.median gives inf), half of each added, which is then finite."""
+    data = sorted(samples)
+    middle = len(data) // 2
+    if len(data) % 2:
+        return float(data[middle])
+    a, b = data[middle - 1], data[middle]
+    mean = (a + b) / 2
+    return float(mean if math.isfinite(mean) else a / 2 + b / 2)
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
@@ -59,7 +71,7 @@ class Timing:
     # costs ~50 µs on a short tuple. The values are np.median's and np.percentile's (tests/test_results.py).
     @cached_property
     def median(self) -> float:
-        return float(statistics.median(self.samples))
+        return median(self.samples)
 
     @cached_property
     def iqr(self) -> float:
@@ -159,6 +171,11 @@ class Measurement:
     def family(self) -> tuple[str, ...]:
         """`Cell.family` on this machine: a series of sizes measured by one machine."""
         return (self.machine, *self.cell.family)
+
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        """`Cell.ranking` on this machine: the cells whose times the summary ranks against each other."""
+        return (self.machine, *self.cell.ranking)
 
     def twin_key(self, **fields: str) -> tuple[str, str]:
         """The `merge_key` of `Cell.twin(**fields)` on the same machine: what to look a twin up by, e.g. a

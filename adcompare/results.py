@@ -31,7 +31,7 @@ from .errors import ResultsFileError, UsageError
 from .result_files import ensure_folder, refuse_existing
 from .fingerprint import Machine
 from .measurement import Measurement
-from .timing_validity import timing_problem
+from .record_validity import record_problem
 
 FORMAT = "adcompare-results"
 SCHEMA = 2
@@ -133,8 +133,7 @@ def load(paths: Sequence[str | Path]) -> Results:
         for number, rec in numbered:
             kind = rec.get("record")
             if kind == "cell":
-                _refuse_impossible_timing(p, number, rec)
-                m = Measurement.from_json(rec)
+                m = _read_measurement(p, number, rec)
                 if not m.machine:
                     m = replace(m, machine=own.id)
                 by_key[m.merge_key] = m
@@ -147,14 +146,17 @@ def load(paths: Sequence[str | Path]) -> Results:
                    tuple(machines[i] for i in named if i in machines))
 
 
-def _refuse_impossible_timing(path: Path, number: int, rec: dict[str, Any]) -> None:
-    """One line naming the file, line and field when a cell's timing cannot be a measurement (timing_validity)."""
-    timing = rec.get("timing")
-    if timing is None:
-        return  # not timed (check only, or a cell that failed before timing)
-    if why := timing_problem(timing):
-        raise ResultsFileError(f"{path}:{number}: cell {rec.get('key', '?')!r} ({rec.get('status', '?')}): {why}; "
-                               f"the record cannot be a measurement — fix or delete that line")
+def _read_measurement(path: Path, number: int, rec: dict[str, Any]) -> Measurement:
+    """The record's measurement, or one line naming the file, line and field when the record cannot be one: an
+    impossible time (timing_validity) or a missing or unknown field (record_validity)."""
+    why = record_problem(rec)
+    if not why:
+        try:
+            return Measurement.from_json(rec)
+        except (KeyError, TypeError, ValueError) as exc:  # a shape record_problem does not know yet
+            why = f"{type(exc).__name__}: {exc}"
+    raise ResultsFileError(f"{path}:{number}: cell {rec.get('key', '?')!r} ({rec.get('status', '?')}): {why}; "
+                           f"the record cannot be a measurement — fix or delete that line")
 
 
 def finished_keys(path: str | Path) -> set[str]:

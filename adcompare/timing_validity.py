@@ -30,6 +30,8 @@ def timing_problem(timing: Any) -> str:
     """What makes a stored timing (its JSON object) impossible as a measurement — 'field …' — or ''."""
     if not isinstance(timing, dict):
         return f"timing is {timing!r}, not an object with samples"
+    if "samples" not in timing:
+        return f"{SAMPLE_FIELD} is missing"
     samples = timing.get("samples")
     if not isinstance(samples, list):
         return f"{SAMPLE_FIELD} is {samples!r}, not a list of seconds"

@@ -9,7 +9,7 @@ import pytest
 
 from adcompare.cell import Cell
 from adcompare.measurement import Measurement, Timing
-from adcompare.report.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, claims, findings, top
+from adcompare.report.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, _times, claims, findings, top
 from adcompare.status import Status
 
 SEEDS = ("000", "001", "002", "004")
@@ -99,3 +99,10 @@ def test_contexts_that_stop_at_a_smaller_size_do_not_dilute_the_claim():
                _m("exp_dot_loss", "n100", "jacrev", "jax", "eager", 1e-3)]  # opposite, but only at n100
     f = _finding(_seed001(1e-4, 1e-3) + smaller)
     assert f.verdict == CONFIRMED and "jax · eager" not in f.measured
+
+
+def test_huge_ratios_print_in_a_few_digits():
+    """Ratios print with thousands separators up to a million, then with a power of ten: ×1e300 times were
+    hundreds of digits on the page."""
+    assert [_times(r) for r in (1.234, 12.34, 4985.4, 999_999.0)] == ["1.23×", "12.3×", "4,985×", "999,999×"]
+    assert _times(1.234e6) == "1.23e+06×" and _times(3e300) == "3e+300×" and _times(None) == "–"

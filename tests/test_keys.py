@@ -15,12 +15,18 @@ from pathlib import Path
 import pytest
 
 from adcompare.adapter import Adapter
+from adcompare.bootstrap import Bootstrap
 from adcompare.budget import choose
 from adcompare.cell import CURRENT, Cell, worker_group
 from adcompare.check import cross_check
+from adcompare.display import check_record
 from adcompare.estimate import Estimate, History
 from adcompare.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
 from adcompare.report import compile_cost, relative_cost
+from adcompare.report.figures import style
+from adcompare.report.findings import claims, evaluate, timed_index
+from adcompare.report.summary import summarize
+from adcompare.report.svgchart import Palette
 from adcompare.results import Results, load
 from adcompare.status import Status
 from adcompare.support import Support
@@ -220,3 +226,42 @@ def test_an_ahead_of_time_compile_changes_break_even_on_the_baseline():
         assert without <= k.break_even
         changed += without != k.break_even
     assert changed > 400
+
+
+def test_two_environments_on_one_machine_are_ranked_and_claimed_apart():
+    """Two `--env` environments whose fingerprints coincide (same machine id) and that ran the same cells: the
+    summary grouped rankings and the findings indexed cells without the environment, so one environment's jax
+    was ranked against the other's (summary) or overwritten by it (findings). Now each is ranked and claimed on
+    its own, with figures equal to the ratio of its own medians."""
+    def cell(op: str, adapter: str, env: str, scale: float) -> Measurement:
+        samples = tuple(scale * (1 + 0.01 * i) for i in range(7))
+        return Measurement(Cell("exp_dot_loss", "n100", op, adapter, "eager", "cpu", "float32", env), Status.OK,
+                           timing=Timing(samples, 1, scale), machine="m1")
+
+    # jacfwd/jacrev: 3× in `current`, 5× in `old`; torch twice as slow as jax in each environment
+    ms = [cell(op, adapter, env, base * (3 if op == "jacfwd" and env == CURRENT else 5 if op == "jacfwd" else 1)
+               * (2 if adapter == "torch" else 1))
+          for op in ("jacrev", "jacfwd") for adapter in ("jax", "torch") for env, base in ((CURRENT, 1e-5), ("old", 1e-3))]
+    verdicts = [v for s in summarize(ms, Bootstrap()) for v in s.every_size]
+    assert len(verdicts) == 4  # 2 operators × 2 environments, not 2 groups of four rivals
+    for v in verdicts:
+        assert {v.fastest.cell.environment} | {r.measurement.cell.environment for r in v.rivals} == {v.environment}
+        assert v.fastest.cell.adapter == "jax" and [r.ratio.ratio for r in v.rivals] == [pytest.approx(2.0)]
+    finding = evaluate(timed_index(ms), claims()[0], Bootstrap())  # exp_dot_loss: jacrev beats jacfwd
+    ratios = {c.context: c.ratio for c in finding.comparisons}
+    assert ratios == {"jax · eager": pytest.approx(3.0), "torch · eager": pytest.approx(3.0),
+                      "jax · eager · old": pytest.approx(5.0), "torch · eager · old": pytest.approx(5.0)}
+
+
+def test_figure_lines_read_compiled_from_the_record_and_json_support_stays_a_string():
+    """TensorFlow's `graph` is compiled (its adapter says so): drawn as compiled code, not with an eager dash; and
+    a check record with no known support prints "" in JSON, not null."""
+    def m(adapter: str, variant: str, **kw) -> Measurement:
+        return Measurement(Cell("tanh", "n10", "grad", adapter, variant, "cpu", "float32"), Status.OK, **kw)
+
+    dashes = {v: style(Palette(), m("tensorflow", v)).dash for v in ("eager", "graph", "compiled")}
+    assert m("tensorflow", "graph").compiled and dashes == {"eager": "5 3", "graph": "10 1.5", "compiled": ""}
+    assert style(Palette(), m("torch", "eager-autograd")).dash == "8 3 2 3"
+    assert check_record(m("jax", "eager"))["support"] == ""
+    assert check_record(m("jax", "eager", support="emulated"))["support"] == "emulated"
+    assert json.loads(json.dumps(check_record(m("jax", "eager", support=Support.NATIVE))))["support"] == "native"

@@ -23,6 +23,7 @@ from adcompare.bootstrap import LEVEL, MIN_SAMPLES, RESAMPLES, SEED, Bootstrap
 from adcompare.cell import Cell
 from adcompare.measurement import Check, Measurement, Timing
 from adcompare.report.findings import claims, evaluate, timed_index
+from adcompare.report.svgchart import _range, _Scale, ticks
 from adcompare.report.summary import summarize
 from adcompare.results import ResultsWriter, load
 from adcompare.significance import ALPHA, NOISE, rank_p
@@ -48,6 +49,8 @@ def samples(n: int, shape: str, scale: float, seed: int) -> tuple[float, ...]:
         noisy = np.full(n, scale)
     elif shape == "huge":
         noisy = noisy * 1e290
+    elif shape == "near_max":  # an edited file's times ×1e300: the sum of two middle samples overflows
+        noisy = noisy / noisy.max() * 1.7e308
     return tuple(float(x) for x in noisy)
 
 
@@ -110,8 +113,13 @@ def with_examples(test):
 
 # ---- the recomputation, from the definitions ---------------------------------------------------------------------
 
+def median(samples) -> float:
+    """np.median, of halves and doubled (exact for normal floats): two middle samples near 1.7e308 sum to inf."""
+    return float(np.median(np.asarray(samples) / 2) * 2)
+
+
 def rankable(m: Measurement) -> bool:
-    return m.status is Status.OK and m.timing is not None and np.median(m.timing.samples) > 0
+    return m.status is Status.OK and m.timing is not None and median(m.timing.samples) > 0
 
 
 def holm(p: list[float]) -> list[float]:
@@ -128,7 +136,7 @@ def expected_interval(fast: np.ndarray, slow: np.ndarray, fast_key: str, slow_ke
 
     def boot(data, key):
         rng = np.random.default_rng([SEED, zlib.crc32(key.encode())])
-        return np.median(data[rng.integers(0, data.size, size=(RESAMPLES, data.size))], axis=1)
+        return np.median(data[rng.integers(0, data.size, size=(RESAMPLES, data.size))] / 2, axis=1) * 2
 
     tail = (1 - LEVEL) / 2 * 100
     low, high = np.percentile(boot(slow, slow_key) / boot(fast, fast_key), [tail, 100 - tail])
@@ -145,12 +153,12 @@ def check_summary(ms: list[Measurement]) -> int:
                 for s in summarize(ms, Bootstrap()) for v in s.every_size}
     checked = 0
     for key, members in groups.items():
-        ranked = sorted((m for m in members if rankable(m)), key=lambda m: float(np.median(m.timing.samples)))
+        ranked = sorted((m for m in members if rankable(m)), key=lambda m: float(median(m.timing.samples)))
         if not ranked:
             assert key not in verdicts
             continue
         v = verdicts[key]
-        assert float(np.median(v.fastest.timing.samples)) == float(np.median(ranked[0].timing.samples))
+        assert float(median(v.fastest.timing.samples)) == float(median(ranked[0].timing.samples))
         assert {id(m) for m in v.not_ranked} == {id(m) for m in members if not rankable(m)}
         fast = np.asarray(v.fastest.timing.samples)
         tested, raw = [], []
@@ -162,7 +170,7 @@ def check_summary(ms: list[Measurement]) -> int:
                 assert rival.difference.reason == "too few samples"
                 continue
             r = rival.ratio
-            assert r.ratio == pytest.approx(np.median(slow) / np.median(fast), rel=1e-12)
+            assert r.ratio == pytest.approx(median(slow) / median(fast), rel=1e-12)
             assert math.isfinite(r.low) and math.isfinite(r.high) and r.low <= r.high
             # a bootstrap median lies between a sample's extremes, so every bootstrap ratio lies between these
             assert slow.min() / fast.max() * (1 - 1e-12) <= r.low and r.high <= slow.max() / fast.min() * (1 + 1e-12)
@@ -199,7 +207,7 @@ def check_findings(ms: list[Measurement]) -> None:
     pairs = {ctx: (ops["jacrev"], ops["jacfwd"]) for ctx, ops in by_context.items() if len(ops) == 2}
     sizes = {ctx[:3]: max((s for (*k, s) in pairs if tuple(k) == ctx[:3]), key=lambda s: int(s[1:])) for ctx in pairs}
     top = max(sizes.values(), key=lambda s: int(s[1:]), default=None)
-    wanted = sorted(float(np.median(pairs[(*k, s)][1].timing.samples) / np.median(pairs[(*k, s)][0].timing.samples))
+    wanted = sorted(float(median(pairs[(*k, s)][1].timing.samples) / median(pairs[(*k, s)][0].timing.samples))
                     for k, s in sizes.items() if s == top)
     got = sorted(c.ratio for c in finding.comparisons)
     assert got == pytest.approx(wanted, rel=1e-12)
@@ -242,7 +250,9 @@ def test_findings_ratios_and_verdicts_equal_a_recomputation(ms):
 
 
 @settings(max_examples=12, **SETTINGS)
-@given(measurements(max_cells=6, shapes=tuple(s for s in SHAPES if s != "huge")))  # huge: see the note below
+@given(measurements(max_cells=6))
+# times ×1e300 (an edited file): the page's log axes reach the float range's end, and two middle samples sum to inf
+@example(ms=crafted(("jax", "compiled", 2, "near_max", 1.0), ("torch", "eager", 40, "near_max", 1.0)))
 def test_the_report_builds_from_what_was_written_and_loaded(tmp_path_factory, ms):
     folder = tmp_path_factory.mktemp("report")
     path = folder / "results.jsonl"
@@ -256,11 +266,6 @@ def test_the_report_builds_from_what_was_written_and_loaded(tmp_path_factory, ms
     check_summary(list(loaded.measurements))
 
 
-# Note: times near 1e290 s build the summary and findings (above) but not the page: report/svgchart.py pads a
-# log axis by multiplying (hi * pad overflows to inf, then math.log10(inf) raises). That module is rendering, not
-# analysis; the fix (pad in log space) belongs to its owner.
-
-
 @settings(max_examples=200, **SETTINGS)
 @given(st.lists(st.floats(0, 1e-3), min_size=1, max_size=60), st.lists(st.floats(0, 1e-3), min_size=1, max_size=60),
        st.booleans())
@@ -269,3 +274,25 @@ def test_rank_p_is_scipys_value_for_any_samples(a, b, separate):
         b = [x + 2e-3 for x in b]
     expected = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     assert rank_p(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(st.lists(st.floats(min_value=5e-324, max_value=1.7976931348623157e308), min_size=1, max_size=8),
+       st.booleans())
+def test_an_axis_holds_any_positive_finite_values(values, log):
+    """A chart axis of times or ratios anywhere in the float range: the range holds every value, its ticks are
+    finite and inside it, and every value lands on the panel (a log axis padded by multiplying overflowed)."""
+    lo, hi = _range(values, log)
+    assert 0 < lo < hi < math.inf if log else -math.inf < lo < hi < math.inf
+    scale = _Scale(lo, hi, log, 0.0, 100.0)
+    for t in ticks(lo, hi, log):
+        assert lo <= t <= hi and 0 <= scale(t) <= 100
+    for v in values:
+        assert -1e-9 <= scale(v) <= 100 + 1e-9
+
+
+def test_an_axis_pads_ordinary_times_as_before():
+    """The log-space padding is the multiplicative one it replaced: 6 % of the span each side, at least ×1.5."""
+    assert _range([1e-5, 2e-5], True) == pytest.approx((1e-5 / 2 ** 0.06, 2e-5 * 2 ** 0.06), rel=1e-12)
+    assert _range([1e-5, 1.2e-5], True) == pytest.approx((1e-5 / 1.5 / 2.7 ** 0.06, 1.8e-5 * 2.7 ** 0.06), rel=1e-12)
+    assert _range([3.0], False) == pytest.approx((1.88, 4.12))

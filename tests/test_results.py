@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,8 @@ def test_timing_statistics_are_numpys_median_and_percentiles():
         t = Timing(samples, 1, 0.1)
         q1, q3 = np.percentile(samples, [25, 75])
         assert (t.median, t.iqr, t.min) == (float(np.median(samples)), float(q3 - q1), min(samples))
+        huge = tuple(x * 1e308 for x in samples)  # up to 1e308: np.median's sum of the middle two is inf
+        assert Timing(huge, 1, 0.1).median == float(np.median(np.asarray(huge) / 2) * 2) < math.inf
 
 
 def test_a_gzipped_results_file_reads_like_the_plain_one(tmp_path):
@@ -120,6 +123,47 @@ def test_loading_refuses_a_timing_that_cannot_be_a_measurement(tmp_path, timing,
     with pytest.raises(ResultsFileError, match=rf"^{path}:{line}: cell .*\(ok\): {field}") as err:
         load([path])
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
+
+
+def _edit(rec: dict, path: str, value=None) -> None:
+    """Set (or, with value None, delete) the field at a dotted path of a record."""
+    *parents, last = path.split(".")
+    for name in parents:
+        rec = rec[name]
+    rec.pop(last) if value is None else rec.__setitem__(last, value)
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("timing.samples", None, r"timing\.samples is missing"),
+    ("timing.number", None, r"timing\.number is missing"),
+    ("timing.number", 0, r"timing\.number is 0, not a count"),
+    ("status", None, r"field 'status' is missing; one of 'ok', 'mismatch'"),
+    ("status", "passed", r"status 'passed' is unknown; one of 'ok', 'mismatch'"),
+    ("support", "magic", r"support 'magic' is unknown; one of 'native'"),
+    ("cell", None, r"field 'cell' is missing"),
+    ("cell.size", None, r"cell\.size is missing"),
+    ("cell.adapter", 3, r"cell\.adapter is 3, not a name"),
+    ("check.tolerance", None, r"check\.tolerance is missing"),
+    ("check", [1], r"check is \[1\], not an object"),
+])
+def test_loading_refuses_a_malformed_record_in_one_line(tmp_path, field, value, why):
+    """A record with a missing or unknown field stopped report and compare with a KeyError/ValueError traceback;
+    now one line naming the file, line and field, exit 2 — through the CLI too."""
+    path = tmp_path / "r.jsonl"
+    line = _ok_record_line(path)
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[-1])
+    rec["check"] = {"error": 1e-9, "tolerance": 1e-4, "reference_method": "exact"}
+    _edit(rec, field, value)
+    lines[-1] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ResultsFileError, match=rf"^{path}:{line}: cell .*: {why}") as err:
+        load([path])
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+    run = subprocess.run([sys.executable, "-m", "adcompare", "report", str(path), "-o", str(tmp_path / "rep")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert [ln for ln in run.stderr.splitlines() if ln.strip()] == [f"adcompare: {err.value}"]
 
 
 def test_loading_keeps_zero_times_and_untimed_cells(tmp_path):

@@ -18,13 +18,18 @@ from ..support import Support
 from ..units import seconds
 from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
 
-DASHES = {"compiled": "", "eager": "5 3"}
+# Line dashes by what the variant is, as its measurement records it (Measurement.compiled): compiled code solid
+# (or nearly), eager code dashed. The adapter's second variant of one kind (TensorFlow's `graph` beside `compiled`,
+# torch's `eager-autograd` beside `eager`) gets the other dash of that kind, so the two stay apart.
+DASHES = {True: ("", "10 1.5"), False: ("5 3", "8 3 2 3")}  # compiled?: (first variant, second variant)
+FIRST_VARIANTS = ("compiled", "eager")
 
 
 def style(palette: Palette, m: Measurement) -> Style:
     if m.support is Support.EMULATED:
         return Style(palette.colour(m.cell.adapter), "1.5 2.5", "cross")
-    return Style(palette.colour(m.cell.adapter), DASHES.get(m.cell.variant, "8 3 2 3"), "circle")
+    first, second = DASHES[m.compiled]
+    return Style(palette.colour(m.cell.adapter), first if m.cell.variant in FIRST_VARIANTS else second, "circle")
 
 
 def name(m: Measurement) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ..bootstrap import Bootstrap
+from ..cell import CURRENT
 from ..measurement import Measurement
 from ..significance import Difference, judge
 from .sizes import sort_key
@@ -131,47 +132,49 @@ class Finding:
         return f"seed {self.claim.seed}: {self.measured}"
 
 
+COMPACT_ABOVE = 1e6  # ratios from here on in three significant digits and a power of ten, not in hundreds of digits
+
+
 def _times(r: float | None) -> str:
     if r is None or math.isnan(r):
         return "–"
-    return f"{r:,.0f}×" if r >= 100 else f"{r:.3g}×"
+    return f"{r:,.0f}×" if 100 <= r < COMPACT_ABOVE else f"{r:.3g}×"
 
 
 def _mark(x: Comparison) -> str:
     return {1: "", 0: ", not significant", -1: ", opposite"}[x.agrees]
 
 
-Index = dict[tuple[str, ...], Measurement]  # (machine, device, dtype, adapter, variant, problem, operator, size)
+Index = dict[tuple[str, str], Measurement]  # by Measurement.merge_key: a twin is looked up by `twin_key`
 
 
 def timed_index(measurements: Sequence[Measurement]) -> Index:
-    return {(m.machine, m.cell.device, m.cell.dtype, m.cell.adapter, m.cell.variant, m.cell.problem,
-             m.cell.operator, m.cell.size): m for m in measurements if timed(m)}
+    return {m.merge_key: m for m in measurements if timed(m)}
 
 
 def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
     fast_problem, fast_op, fast_variant = Claim.side(claim.faster)
-    several = {key[:3] for key in index}
-    fast_cells = [(key, m) for key, m in index.items() if key[5] == fast_problem and key[6] == fast_op
-                  and (not fast_variant or key[4] == fast_variant)]
+    several = {(m.machine, m.cell.device, m.cell.dtype) for m in index.values()}  # several: labels name them
+    fast_cells = [m for m in index.values() if m.cell.problem == fast_problem and m.cell.operator == fast_op
+                  and (not fast_variant or m.cell.variant == fast_variant)]
     found: list[tuple[dict, object, Sequence[float], Sequence[float]]] = []  # Comparison fields, bootstrap ratio
     for spec in claim.slower:
         slow_problem, slow_op, slow_variant = Claim.side(spec)
         contexts: dict[tuple, dict[str, tuple[Measurement, Measurement]]] = defaultdict(dict)
-        for (machine, device, dtype, adapter, variant, problem, op, size), fast in fast_cells:
-            other_variant = slow_variant or variant
-            slow = index.get((machine, device, dtype, adapter, other_variant, slow_problem, slow_op, size))
-            if slow is not None:
-                ctx = (machine, device, dtype, adapter, None if fast_variant else variant)
-                contexts[ctx][size] = (fast, slow)
+        for fast in fast_cells:
+            c = fast.cell
+            slow = index.get(fast.twin_key(problem=slow_problem, operator=slow_op, variant=slow_variant or c.variant))
+            if slow is not None:  # a context: one series of sizes, but for the claim's sides
+                ctx = (fast.machine, c.device, c.dtype, c.adapter, None if fast_variant else c.variant, c.environment)
+                contexts[ctx][c.size] = (fast, slow)
         # The claim is about the largest size measured: contexts timed only at smaller sizes are left out.
         largest = {ctx: max(by_size, key=sort_key) for ctx, by_size in contexts.items()}
         top_size = max(largest.values(), key=sort_key, default=None)
         for ctx, by_size in sorted(contexts.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
             if largest[ctx] != top_size:
                 continue
-            machine, device, dtype, adapter, variant = ctx
-            label = " · ".join(p for p in (adapter, variant) if p)
+            machine, device, dtype, adapter, variant, environment = ctx
+            label = " · ".join(p for p in (adapter, variant, "" if environment == CURRENT else environment) if p)
             if len(several) > 1:
                 shared = len({s[:2] for s in several}) > len({s[1] for s in several})  # a device on 2 machines
                 label += f", {device} {dtype}" + (f" on machine {machine}" if shared else "")

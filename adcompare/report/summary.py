@@ -66,6 +66,7 @@ class Verdict:
     fastest: Measurement
     rivals: tuple[Rival, ...]  # slower by median, fastest first
     not_ranked: tuple[Measurement, ...]  # ran but not ok, no timing, or a zero median
+    environment: str = CURRENT  # the rivals' environment (`run --env`); each is ranked apart
 
     @property
     def tied(self) -> tuple[Rival, ...]:
@@ -94,12 +95,11 @@ class ProblemSummary:
 
 
 def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list[ProblemSummary]:
-    groups: dict[tuple[str, str, str, str, str, str], list[Measurement]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[Measurement]] = defaultdict(list)
     for m in measurements:
-        c = m.cell
-        groups[(c.problem, c.size, c.operator, c.device, c.dtype, m.machine)].append(m)
+        groups[m.ranking].append(m)
     verdicts: dict[str, list[Verdict]] = defaultdict(list)
-    for key, members in groups.items():
+    for members in groups.values():
         ranked = sorted((m for m in members if timed(m)), key=lambda m: (m.timing.median, entry(m)))
         if not ranked:
             continue
@@ -108,13 +108,16 @@ def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list
         tests = judge([(r, best.timing.samples, m.timing.samples) for r, m in zip(ratios, ranked[1:])])
         rivals = tuple(Rival(m, r, d) for m, r, d in zip(ranked[1:], ratios, tests))
         others = tuple(sorted((m for m in members if not timed(m)), key=entry))
-        verdicts[key[0]].append(Verdict(*key, fastest=best, rivals=rivals, not_ranked=others))
+        c = best.cell
+        verdicts[c.problem].append(Verdict(c.problem, c.size, c.operator, c.device, c.dtype, best.machine,
+                                           fastest=best, rivals=rivals, not_ranked=others,
+                                           environment=c.environment))
     out = []
     for problem in sorted(verdicts):
         rows = sorted(verdicts[problem], key=lambda v: (operator_order(v.operator), v.device, v.dtype, v.machine,
-                                                          sizes.sort_key(v.size)))
-        largest: dict[tuple[str, str, str, str], Verdict] = {}
+                                                          v.environment, sizes.sort_key(v.size)))
+        largest: dict[tuple[str, ...], Verdict] = {}
         for v in rows:  # sorted by size within an operator: the last one seen is the largest
-            largest[(v.operator, v.device, v.dtype, v.machine)] = v
+            largest[(v.machine, *v.fastest.cell.twin(size="").ranking)] = v
         out.append(ProblemSummary(problem, tuple(largest.values()), tuple(rows)))
     return out

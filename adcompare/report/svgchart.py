@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -78,6 +79,14 @@ def compact(value: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
+# The float range on a log axis, in decades: the smallest subnormal and the largest float (a hair inside, so that
+# 10 ** HUGE_DECADE is still finite). Ranges are padded in decades and clamped to these, so times near 1e308 s or
+# 1e-320 s (edited or corrupt files the loader lets through, ratios of them) draw instead of overflowing.
+TINY_DECADE = math.log10(math.ulp(0.0))
+HUGE_DECADE = math.log10(sys.float_info.max) - 1e-12
+LINEAR_LIMIT = sys.float_info.max / 4  # a linear axis within ±this keeps hi − lo and its tick steps finite
+
+
 @dataclass
 class _Scale:
     lo: float
@@ -87,6 +96,9 @@ class _Scale:
     b: float
 
     def __call__(self, v: float) -> float:
+        # beyond what the axis can hold (non-finite, ≤ 0 on a log axis, past LINEAR_LIMIT): on the panel's edge
+        if not math.isfinite(v) or (self.log and v <= 0) or (not self.log and abs(v) > LINEAR_LIMIT):
+            v = self.hi if v > 0 else self.lo
         if self.log:
             t = (math.log10(v) - math.log10(self.lo)) / (math.log10(self.hi) - math.log10(self.lo))
         else:
@@ -95,24 +107,30 @@ class _Scale:
 
 
 def _range(values: Sequence[float], log: bool) -> tuple[float, float]:
-    if log:
-        values = [v for v in values if v > 0]
+    """The axis range: the values' span padded by 6 % each side (in decades on a log axis), at least a factor 1.5
+    wide on a log axis, within the float range."""
+    values = [v for v in values if math.isfinite(v) and (v > 0 or not log)]
     if not values:
         return (1.0, 10.0) if log else (0.0, 1.0)
-    lo, hi = min(values), max(values)
     if log:
-        if hi / lo < 1.5:
-            lo, hi = lo / 1.5, hi * 1.5
-        pad = (hi / lo) ** 0.06
-        return lo / pad, hi * pad
+        lo, hi = math.log10(min(values)), math.log10(max(values))
+        if hi - lo < math.log10(1.5):
+            lo, hi = lo - math.log10(1.5), hi + math.log10(1.5)
+        pad = (hi - lo) * 0.06
+        lo, hi = max(lo - pad, TINY_DECADE), min(hi + pad, HUGE_DECADE)
+        return max(10.0 ** lo, math.ulp(0.0)), 10.0 ** hi
+    lo, hi = (min(max(v, -LINEAR_LIMIT), LINEAR_LIMIT) for v in (min(values), max(values)))
     if hi == lo:
-        lo, hi = lo - 1, hi + 1
-    pad = (hi - lo) * 0.06
-    return lo - pad, hi + pad
+        step = max(1.0, abs(lo) / 2 ** 20)  # ±1, unless that is lost in lo's rounding (lo = 1e300)
+        lo, hi = lo - step, hi + step
+    pad = hi * 0.06 - lo * 0.06  # not (hi − lo) · 0.06: hi − lo may overflow
+    return max(lo - pad, -LINEAR_LIMIT), min(hi + pad, LINEAR_LIMIT)
 
 
 def _nice_linear(lo: float, hi: float, count: int = 5) -> list[float]:
     raw = (hi - lo) / count
+    if not raw > 0:  # a span of a few subnormals, 1e-323 s: no step to take
+        return [lo]
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step) * step
@@ -122,7 +140,8 @@ def _nice_linear(lo: float, hi: float, count: int = 5) -> list[float]:
 def ticks(lo: float, hi: float, log: bool) -> list[float]:
     if not log:
         return _nice_linear(lo, hi)
-    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    # decades of the float range only: 10.0 ** 309 raises OverflowError
+    k0, k1 = max(math.floor(math.log10(lo)), -323), min(math.ceil(math.log10(hi)), 308)
     decades = [10.0 ** k for k in range(k0, k1 + 1) if lo <= 10.0 ** k <= hi]
     step = max(1, math.ceil(len(decades) / 6))
     if len(decades) >= 3:
