@@ -1,11 +1,43 @@
 """Host peak memory per cell: Linux lets a process reset its peak RSS (VmHWM) via /proc/self/clear_refs."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
+
+SETTLE_POLL = 0.005  # seconds between reads of the resident size while it is still falling
+SETTLE_READS = 2  # settled: this many reads in a row without a fall (a busy machine may start the release late)
+SETTLE_LIMIT = 2.0  # at most this long: a safety net, far above the ~0.1 s a 1 GB release takes here
+
+
+def _status_kib(field: str) -> int | None:
+    """A size in KiB from /proc/self/status (VmRSS: resident now, VmHWM: peak since the last reset)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _settle() -> None:
+    """Wait while the resident size is still falling: frameworks free large buffers on their own threads (JAX
+    on the CPU unmaps a previous cell's 1 GB temporary ~0.1 s after the last reference goes), and a peak reset
+    before that would count the previous cell's memory in the next one's peak."""
+    before, deadline, steady = _status_kib("VmRSS"), time.monotonic() + SETTLE_LIMIT, 0
+    while before is not None and steady < SETTLE_READS and time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL)
+        now = _status_kib("VmRSS")
+        if now is None:
+            return
+        steady = steady + 1 if now >= before else 0
+        before = now
 
 
 def reset_host_peak() -> bool:
-    """Reset the peak-RSS counter; False where the OS does not allow it (then peaks are per worker, not per cell)."""
+    """Reset the peak-RSS counter once the resident size has settled; False where the OS does not allow it (then
+    peaks are per worker, not per cell)."""
+    _settle()
     try:
         Path("/proc/self/clear_refs").write_text("5")
         return True
@@ -14,10 +46,5 @@ def reset_host_peak() -> bool:
 
 
 def host_peak_bytes() -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    peak = _status_kib("VmHWM")
+    return None if peak is None else peak * 1024
