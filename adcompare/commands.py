@@ -224,6 +224,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(json.dumps(study.cells_json(registry, st)))
         else:
             out.print(study.summary(st, args.output or "the results file"), highlight=False)
+            if args.rounds > 1:  # the estimate is one pass; later rounds repeat every timed cell in new workers
+                out.print(f"--rounds {args.rounds}: each timed cell runs {args.rounds} times, so about "
+                          f"{args.rounds}× the estimate", highlight=False)
         for spec in environments.parse_options(args.env or ()):
             out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0

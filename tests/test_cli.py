@@ -38,6 +38,9 @@ def test_dry_run_counts_cells(capsys):
                  "grad,jacfwd", "--variant", "eager", "--dtype", "float32", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "4 cells: 4 to run" in out and "estimated" in out
+    assert main(["run", "--adapter", "jax", "--problem", "tanh", "--rounds", "3", "--dry-run"]) == 0
+    assert "--rounds 3: each timed cell runs 3 times, so about 3× the estimate" in capsys.readouterr().out
+    assert main(["run", "--rounds", "0", "--dry-run"]) == 2  # a positive count, as every count option
 
 
 def test_check_exit_codes_and_json(capsys):
