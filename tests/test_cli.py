@@ -40,7 +40,9 @@ def test_dry_run_counts_cells(capsys):
     assert "4 cells: 4 to run" in out and "estimated" in out
     assert main(["run", "--adapter", "jax", "--problem", "tanh", "--rounds", "3", "--dry-run"]) == 0
     assert "--rounds 3: each timed cell runs 3 times, so about 3× the estimate" in capsys.readouterr().out
-    assert main(["run", "--rounds", "0", "--dry-run"]) == 2  # a positive count, as every count option
+    with pytest.raises(SystemExit) as exc:  # a positive count, as every count option
+        main(["run", "--rounds", "0", "--dry-run"])
+    assert exc.value.code == 2
 
 
 def test_check_exit_codes_and_json(capsys):
