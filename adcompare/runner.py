@@ -1,9 +1,10 @@
 """Runs a plan (plan.py) through one worker process per (adapter, dtype, device, environment).
 
 Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
-(problem, operator, adapter, variant, device, dtype) are `skipped`. With `RunOptions.rounds` > 1 every group runs
-once per round in fresh workers, and a timed cell is recorded once, after its last round (rounds.py). Each measurement is appended to the results
-file as it arrives, so a killed run resumes. The parent↔worker messages are in protocol.py.
+(problem, operator, adapter, variant, device, dtype) are `skipped`. Each measurement is appended to the results
+file as it arrives, so a killed run resumes. With `RunOptions.rounds` > 1 every group runs once per round in fresh
+workers, and a timed cell is appended once, after its last round (rounds.py). The parent↔worker messages are in
+protocol.py.
 """
 from __future__ import annotations
 
