@@ -5,8 +5,9 @@ the baseline environment, with whether their derivative values agree.
 Which cells match is decided in one place, `pairs` (extend it there to pair on more than the cell). Whether a
 difference is real depends on what the files hold (`differences`):
 
-- both sides timed in rounds (`run --rounds N`, N ≥ 2; rounds.py): the noise model is the spread between rounds,
-  each a fresh worker process at another moment of the run. The ratio is median(candidate rounds) ÷
+- both sides timed in rounds (`run --rounds N`, N ≥ 2; rounds.py): each round, a fresh worker process at another
+  moment of the run, gives one value, its fastest block (other jobs only ever add time, see rounds.py), and the
+  noise model is the spread of those values between rounds. The ratio is median(candidate rounds) ÷
   median(baseline rounds); its interval runs from the low end of the candidate's round interval over the high
   end of the baseline's to the reverse (each side's distribution-free 95 % interval of its median round,
   timing.median_interval: the range of the rounds for fewer than 6). The difference counts when that whole
@@ -74,16 +75,16 @@ class RoundDifference:
 
 
 def between_rounds(baseline: Timing, candidate: Timing, threshold: float) -> RoundDifference:
-    """candidate ÷ baseline from the round medians of each side."""
-    b_low, b_high = median_interval(list(baseline.rounds))
-    c_low, c_high = median_interval(list(candidate.rounds))
-    point = statistics.median(candidate.rounds) / statistics.median(baseline.rounds)
-    ratio = Ratio(point, c_low / b_high, c_high / b_low, resampled=False)
-    return RoundDifference(ratio, threshold, (len(baseline.rounds), len(candidate.rounds)))
+    """candidate ÷ baseline from each side's per-round values (the fastest block of each round)."""
+    base, cand = baseline.round_minima, candidate.round_minima
+    b_low, b_high = median_interval(list(base))
+    c_low, c_high = median_interval(list(cand))
+    ratio = Ratio(statistics.median(cand) / statistics.median(base), c_low / b_high, c_high / b_low, resampled=False)
+    return RoundDifference(ratio, threshold, (len(base), len(cand)))
 
 
 def has_rounds(timing: Timing) -> bool:
-    return len(timing.rounds) >= MIN_ROUNDS and min(timing.rounds) > 0
+    return len(timing.round_minima) >= MIN_ROUNDS and min(timing.round_minima) > 0
 
 
 def differences(matched: list[tuple[Measurement, Measurement]],
@@ -155,9 +156,10 @@ def compare(baseline: Results, candidate: Results, threshold: float = NOISE) -> 
 
 
 def _medians(baseline: Timing, candidate: Timing) -> tuple[float, float]:
-    """The medians a row shows: of the round medians where both sides have rounds, else of the samples."""
+    """What a row shows: the median of the rounds' fastest blocks where both sides have rounds (the values the
+    decision is made on), else the median of the samples."""
     if has_rounds(baseline) and has_rounds(candidate):
-        return statistics.median(baseline.rounds), statistics.median(candidate.rounds)
+        return statistics.median(baseline.round_minima), statistics.median(candidate.round_minima)
     return baseline.median, candidate.median
 
 

@@ -34,9 +34,10 @@ class Timing:
     compile_method: str = ""  # "ahead of time: …", "first call minus steady state", or "" (eager)
     warmup_calls: int = 0
     total_seconds: float = 0.0  # time spent measuring this cell
-    # With `run --rounds N`: the median of each round, a fresh worker process each, spread over the run (rounds.py);
-    # `samples` then holds every round's blocks. Empty in files written without rounds (and before schema 2 had it).
+    # With `run --rounds N` (rounds.py): the median and the fastest block of each round, a fresh worker process
+    # each, spread over the run; `samples` then holds every round's blocks. Empty in files written without rounds.
     rounds: tuple[float, ...] = ()
+    round_minima: tuple[float, ...] = ()
 
     # Computed once, without NumPy: the report reads these ~10 times per cell for 10⁴ cells, and NumPy's median
     # costs ~50 µs on a short tuple. The values are np.median's and np.percentile's (tests/test_results.py).
@@ -56,6 +57,7 @@ class Timing:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["samples"] = list(self.samples)
         data["rounds"] = list(self.rounds)
+        data["round_minima"] = list(self.round_minima)
         data.update(median=self.median, iqr=self.iqr, min=self.min)
         return data
 
@@ -65,6 +67,7 @@ class Timing:
         kept = {k: v for k, v in data.items() if k in names}
         kept["samples"] = tuple(kept["samples"])
         kept["rounds"] = tuple(kept.get("rounds") or ())
+        kept["round_minima"] = tuple(kept.get("round_minima") or ())
         return cls(**kept)
 
 
