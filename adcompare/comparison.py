@@ -6,7 +6,8 @@ Which cells match is decided in one place, `pairs` (extend it there to pair on m
 difference is real depends on what the files hold (`differences`):
 
 - both sides timed in rounds (`run --rounds N`, N ≥ 2; rounds.py): each round, a fresh worker process at another
-  moment of the run, gives one value, its fastest block (other jobs only ever add time, see rounds.py), and the
+  moment of the run, gives one value — for a CPU cell its median process CPU time per call (time the process was
+  not running is not in it), else (a GPU cell, or files without CPU times) its fastest wall-clock block — and the
   noise model is the spread of those values between rounds. The ratio is median(candidate rounds) ÷
   median(baseline rounds); its interval runs from the low end of the candidate's round interval over the high
   end of the baseline's to the reverse (each side's distribution-free 95 % interval of its median round,
@@ -41,6 +42,8 @@ from .timing import median_interval
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
 BETWEEN_ROUNDS = "between rounds"
+CPU_CLOCK = "process CPU time"
+WALL_CLOCK = "wall, fastest block"
 WITHIN_RUN = "within run"
 WITHIN_RUN_CAVEAT = ("compared on the blocks of one process per file (no `run --rounds`): this sees within-run "
                      "noise only, and two honest runs on a shared machine can differ by more; time both files "
@@ -55,6 +58,7 @@ class RoundDifference:
     ratio: Ratio  # point: ratio of the median rounds; low/high: the sides' round intervals against each other
     threshold: float
     rounds: tuple[int, int]  # rounds of the baseline and of the candidate
+    clock: str = WALL_CLOCK  # which value per round: CPU_CLOCK or WALL_CLOCK
     p_value: None = None  # no rank test: the rule is an effect clear of the spread
     p_holm: None = None
     noise_model: str = BETWEEN_ROUNDS
@@ -74,17 +78,29 @@ class RoundDifference:
         return "rounds overlap"
 
 
-def between_rounds(baseline: Timing, candidate: Timing, threshold: float) -> RoundDifference:
-    """candidate ÷ baseline from each side's per-round values (the fastest block of each round)."""
-    base, cand = baseline.round_minima, candidate.round_minima
+def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
+    """Each side's one value per round and the clock they come from: median CPU time per call where `cpu` (a CPU
+    cell) and both sides recorded it, else the fastest wall-clock block."""
+    if cpu and _usable(baseline.round_cpu) and _usable(candidate.round_cpu):
+        return baseline.round_cpu, candidate.round_cpu, CPU_CLOCK
+    return baseline.round_minima, candidate.round_minima, WALL_CLOCK
+
+
+def between_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
+    """candidate ÷ baseline from each side's per-round values (round_values)."""
+    base, cand, clock = round_values(baseline, candidate, cpu)
     b_low, b_high = median_interval(list(base))
     c_low, c_high = median_interval(list(cand))
     ratio = Ratio(statistics.median(cand) / statistics.median(base), c_low / b_high, c_high / b_low, resampled=False)
-    return RoundDifference(ratio, threshold, (len(base), len(cand)))
+    return RoundDifference(ratio, threshold, (len(base), len(cand)), clock)
+
+
+def _usable(values: tuple[float, ...]) -> bool:
+    return len(values) >= MIN_ROUNDS and min(values) > 0
 
 
 def has_rounds(timing: Timing) -> bool:
-    return len(timing.round_minima) >= MIN_ROUNDS and min(timing.round_minima) > 0
+    return _usable(timing.round_minima)
 
 
 def differences(matched: list[tuple[Measurement, Measurement]],
@@ -96,7 +112,7 @@ def differences(matched: list[tuple[Measurement, Measurement]],
     boot = Bootstrap()
     judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
                           a.timing.samples, b.timing.samples) for a, b in within], threshold))
-    return [between_rounds(a.timing, b.timing, threshold) if r else next(judged)
+    return [between_rounds(a.timing, b.timing, threshold, cpu=b.cell.device == "cpu") if r else next(judged)
             for (a, b), r in zip(matched, by_rounds)]
 
 
@@ -136,7 +152,8 @@ class ComparisonRow:
                 "low": r.low if r else None, "high": r.high if r else None, "p_value": d.p_value,
                 "p_holm": d.p_holm, "threshold": d.threshold, "significant": d.significant, "verdict": self.verdict,
                 "noise_model": self.noise_model,
-                "rounds": list(d.rounds) if isinstance(d, RoundDifference) else None}
+                "rounds": list(d.rounds) if isinstance(d, RoundDifference) else None,
+                "clock": d.clock if isinstance(d, RoundDifference) else "wall"}
 
 
 def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, Measurement]]:
@@ -151,16 +168,17 @@ def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, 
 def compare(baseline: Results, candidate: Results, threshold: float = NOISE) -> list[ComparisonRow]:
     """One row per matching timed cell, sorted by cell; `threshold` is the effect (fraction) that counts."""
     matched = sorted(pairs(baseline, candidate), key=lambda p: p[1].cell)
-    return [ComparisonRow(b.cell, *_medians(a.timing, b.timing), d)
-            for (a, b), d in zip(matched, differences(matched, threshold))]
+    return [ComparisonRow(b.cell, *_medians(a, b), d) for (a, b), d in zip(matched, differences(matched, threshold))]
 
 
-def _medians(baseline: Timing, candidate: Timing) -> tuple[float, float]:
-    """What a row shows: the median of the rounds' fastest blocks where both sides have rounds (the values the
-    decision is made on), else the median of the samples."""
-    if has_rounds(baseline) and has_rounds(candidate):
-        return statistics.median(baseline.round_minima), statistics.median(candidate.round_minima)
-    return baseline.median, candidate.median
+def _medians(baseline: Measurement, candidate: Measurement) -> tuple[float, float]:
+    """What a row shows: the median of the per-round values where both sides have rounds (what the decision is
+    made on, round_values), else the median of the samples."""
+    a, b = baseline.timing, candidate.timing
+    if has_rounds(a) and has_rounds(b):
+        base, cand, _ = round_values(a, b, cpu=candidate.cell.device == "cpu")
+        return statistics.median(base), statistics.median(cand)
+    return a.median, b.median
 
 
 def regressions(rows: list[ComparisonRow]) -> list[ComparisonRow]:
@@ -252,6 +270,6 @@ def pair_environments(results: Results, baseline: str | None = None,
     matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
     # The timed pairs are decided as the cells of a two-file compare are (one Holm family where within run).
     timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
-    rows = {id(b): ComparisonRow(b.cell, *_medians(a.timing, b.timing), d)
+    rows = {id(b): ComparisonRow(b.cell, *_medians(a, b), d)
             for (a, b), d in zip(timed, differences(timed, threshold))}
     return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

@@ -5,13 +5,15 @@ machine had during those seconds, so their spread is within-run noise only: two 
 differ by more than it (README, "A regression gate for CI"). With `run --rounds N` every timed cell is measured
 in N rounds, asv's `rounds` idea: round r runs every worker group once more in a new process, interleaved with
 all other cells, and odd rounds go through the cells in reverse order so that a drift across the run does not
-always land on the same cells. The fastest block of each round is what `compare` decides on, and the spread of
-those N values is its noise (comparison.py): on a machine shared with other jobs, time taken from a cell only
-ever adds to it, so a round's median moves with the load of its seconds (two honest runs of issue 23's selection
-here differed by 0.3–2.9× in round medians) while its fastest block stays close to what the code costs.
+always land on the same cells. One value per round is what `compare` decides on, and the spread of those N
+values is its noise (comparison.py): for a CPU cell the round's median process CPU time per call, else the
+round's fastest wall-clock block. On a machine shared with other jobs wall time moves with the load of each
+second — two honest 3-round runs of issue 23's selection on this 2-core machine, load 4–5, differed 0.3–2.9× in
+round medians and 0.4–1.7× in fastest blocks — while CPU time leaves out the time the process was not running.
 
 A cell keeps one record in the results file: written when its last round finishes, with every round's blocks in
-`timing.samples`, each round's median and fastest block in `timing.rounds` and `timing.round_minima`, and first call, compile time and the derivative check
+`timing.samples` (and `timing.cpu_samples`), each round's median, fastest block and median CPU time in
+`timing.rounds`, `timing.round_minima` and `timing.round_cpu`, and first call, compile time and the derivative check
 from round 1 (later rounds repeat the check; a later round that fails makes the cell's record that failure).
 """
 from __future__ import annotations
@@ -45,7 +47,10 @@ def merge_rounds(rounds: Sequence[Measurement]) -> Measurement:
                     first_call=t0.first_call, compile=t0.compile, compile_method=t0.compile_method,
                     warmup_calls=t0.warmup_calls, total_seconds=sum(t.total_seconds for t in timings),
                     rounds=tuple(float(statistics.median(t.samples)) for t in timings),
-                    round_minima=tuple(float(min(t.samples)) for t in timings))
+                    round_minima=tuple(float(min(t.samples)) for t in timings),
+                    cpu_samples=tuple(s for t in timings for s in t.cpu_samples),
+                    round_cpu=tuple(float(statistics.median(t.cpu_samples)) for t in timings)
+                    if all(t.cpu_samples for t in timings) else ())
     walls = [m.details.get("wall_seconds", 0.0) for m in ok]
     details = {**first.details, "rounds": len(ok), "rounds_planned": total,
                "wall_seconds_all_rounds": round(sum(walls), 4)}  # wall_seconds stays round 1's: one pass's cost

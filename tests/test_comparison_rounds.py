@@ -2,8 +2,10 @@
 without rounds on the within-run test, and the rounds of a run are merged into one record per cell (rounds.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -11,20 +13,23 @@ from hypothesis import strategies as st
 
 from adcompare.cell import Cell
 from adcompare.cli import main
-from adcompare.comparison import BETWEEN_ROUNDS, WITHIN_RUN, between_rounds, compare, regressions
+from adcompare.adapter import Prepared
+from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, WALL_CLOCK, WITHIN_RUN, between_rounds, compare,
+                                  regressions)
 from adcompare.measurement import Check, Measurement, Timing
 from adcompare.results import Results, load
 from adcompare.rounds import merge_rounds
 from adcompare.status import Status
+from adcompare.timing import TimingPolicy, measure
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 
 
-def _timing(samples, minima=(), medians=None) -> Timing:
-    """Samples, and per round the fastest block (`minima`, what the gate decides on) and the median."""
+def _timing(samples, minima=(), medians=None, cpu=()) -> Timing:
+    """Samples, and per round the fastest block (`minima`), the median and the median CPU time (`cpu`)."""
     minima = tuple(float(r) for r in minima)
     return Timing(tuple(float(s) for s in samples), 10, 1e-3, rounds=minima if medians is None else tuple(medians),
-                  round_minima=minima)
+                  round_minima=minima, round_cpu=tuple(cpu))
 
 
 def _results(*timings: Timing) -> Results:
@@ -75,6 +80,39 @@ def test_rounds_are_judged_by_their_fastest_block_not_their_median():
     assert regressions([row]) == [row] and row.ratio.low == pytest.approx(1.28 / 1.02)
 
 
+def test_cpu_cells_are_judged_on_cpu_time_per_round_and_gpu_cells_on_the_wall_clock():
+    """Wall-clock rounds 40 % apart (the candidate's process waited for the CPU), CPU time per call the same:
+    no regression on the CPU; on a GPU, where CPU time says nothing of the device's work, the wall clock decides."""
+    base = _timing([1.0] * 9, [1.0, 1.01, 0.99], cpu=[0.9, 0.91, 0.9])
+    cand = _timing([1.4] * 9, [1.4, 1.42, 1.45], cpu=[0.9, 0.92, 0.89])
+    (row,) = compare(_results(base), _results(cand), 0.10)
+    assert row.difference.clock == CPU_CLOCK and not row.difference.significant
+    assert (row.baseline, row.candidate) == (0.9, 0.9) and row.to_json()["clock"] == CPU_CLOCK
+    gpu = Cell("exp_dot_loss", "n10", "jacrev", "jax", "compiled", "cuda", "float32")
+    on_gpu = [Results((), (Measurement(gpu, Status.OK, timing=t),)) for t in (base, cand)]
+    (row,) = compare(*on_gpu, 0.10)
+    assert row.difference.clock == WALL_CLOCK and row.ratio.low == pytest.approx(1.4 / 1.01)
+    assert regressions([row]) == [row]
+
+
+def test_blocks_record_process_cpu_time_beside_wall_time():
+    """A call that sleeps takes wall time and almost no CPU time; one that computes takes both."""
+    def sleeps():
+        time.sleep(0.002)
+
+    def spins():
+        until = time.perf_counter() + 0.002
+        while time.perf_counter() < until:
+            pass
+
+    policy = TimingPolicy(min_time=0.05, max_time=0.5, min_samples=7)
+    for work, cpu_share in ((sleeps, (0.0, 0.5)), (spins, (0.5, 1.5))):
+        t = measure(Prepared(work), lambda out: None, 0.002, compiled=False, policy=policy)
+        assert len(t.cpu_samples) == len(t.samples) >= 7
+        share = statistics.median(t.cpu_samples) / t.median
+        assert cpu_share[0] <= share <= cpu_share[1], (work.__name__, share)
+
+
 def test_a_side_without_rounds_falls_back_to_the_within_run_rule_and_says_so():
     with_rounds = _timing(_blocks(1.0) * 3, [1.0, 1.0, 1.0])
     (row,) = compare(_results(_timing(_blocks(1.0))), _results(with_rounds), 0.10)
@@ -99,7 +137,8 @@ def test_verdict_is_every_round_beyond_every_other_by_the_threshold(base, cand, 
 
 
 def _measurement(samples, status=Status.OK, wall=1.0, message="") -> Measurement:
-    timing = _timing(samples) if status is Status.OK else None
+    timing = dataclasses.replace(_timing(samples), cpu_samples=tuple(s / 2 for s in samples)) \
+        if status is Status.OK else None
     return Measurement(CELL, status, message, timing=timing, check=Check(1e-7, 1e-4, "central differences"),
                        details={"wall_seconds": wall})
 
@@ -110,13 +149,14 @@ def test_merge_rounds_keeps_every_block_and_each_round_median():
     merged = merge_rounds(rounds)
     assert merged.timing.samples == (3.0, 1.0, 2.0, 5.0, 4.0, 6.0, 7.0, 0.5, 0.7, 0.6)
     assert merged.timing.rounds == (2.0, 5.5, 0.6) and merged.timing.round_minima == (1.0, 4.0, 0.5)
+    assert merged.timing.round_cpu == (1.0, 2.75, 0.3) and len(merged.timing.cpu_samples) == 10
     assert merged.timing.first_call == rounds[0].timing.first_call and merged.check == rounds[0].check
     assert merged.details["rounds"] == 3 and merged.details["wall_seconds"] == 1.0
     assert merged.details["wall_seconds_all_rounds"] == pytest.approx(4.5)
     back = Timing.from_json(json.loads(json.dumps(merged.timing.to_json())))
     assert back == merged.timing
     old = merged.timing.to_json()
-    del old["rounds"], old["round_minima"]  # a record written before rounds existed
+    del old["rounds"], old["round_minima"], old["round_cpu"], old["cpu_samples"]  # written before rounds existed
     assert Timing.from_json(old).rounds == () and Timing.from_json(old).round_minima == ()
 
 
@@ -143,11 +183,12 @@ def test_run_in_rounds_uses_fresh_workers_and_compare_decides_between_rounds(tmp
     assert len({w["pid"] for w in results.workers}) == 2  # two rounds, two worker processes
     assert all(min(m.timing.samples) <= r <= max(m.timing.samples) for r in m.timing.rounds)
     assert min(m.timing.round_minima) == min(m.timing.samples)  # every block is some round's
+    assert len(m.timing.round_cpu) == 2 and len(m.timing.cpu_samples) == len(m.timing.samples)
     assert main(["compare", str(a), str(b), "--fail-above", "10", "--json"]) in (0, 1)
     captured = capsys.readouterr()
     (row,) = [json.loads(line) for line in captured.out.splitlines() if line.startswith("{")]
-    assert row["noise_model"] == BETWEEN_ROUNDS and row["rounds"] == [2, 2]
-    ra, rb = m.timing.round_minima, load([b]).measurements[0].timing.round_minima
+    assert row["noise_model"] == BETWEEN_ROUNDS and row["rounds"] == [2, 2] and row["clock"] == CPU_CLOCK
+    ra, rb = m.timing.round_cpu, load([b]).measurements[0].timing.round_cpu  # a CPU cell: decided on CPU time
     assert row["ratio"] == pytest.approx(statistics.median(rb) / statistics.median(ra))
     assert row["low"] == pytest.approx(min(rb) / max(ra)) and row["high"] == pytest.approx(max(rb) / min(ra))
     assert row["regression"] == (min(rb) / max(ra) > 1.10)
