@@ -85,12 +85,13 @@ def main() -> None:
     p.add_argument("--slowdowns", default="0.2,0.5", help="injected slowdown fractions, one run each")
     p.add_argument("--single-round", type=int, default=2, help="plain runs (no --rounds) compared pairwise")
     p.add_argument("--suite", action="store_true", help="the quick suite instead of the issue's selection")
-    p.add_argument("--target", default=TARGET)
+    p.add_argument("--target", default=TARGET, help="problem/operator/adapter/variant/n of the cell to slow down")
+    p.add_argument("--target-key", default=TARGET_KEY, help="that cell's key in the results (how compare names it)")
     p.add_argument("--reuse", action="store_true", help="keep results files already in --out; only summarise")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     selection = [] if args.suite else SELECTION
-    target_key = TARGET_KEY if args.target == TARGET else None
+    target_key = args.target_key
     walls: dict[str, float] = {}
 
     print(f"honest runs (--rounds {args.rounds}):", flush=True)
