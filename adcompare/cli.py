@@ -30,6 +30,7 @@ examples:
   adcompare report cpu.jsonl gpu.jsonl -o reports/both/
   adcompare report results.jsonl --figures paper/   the same figures as PDF and PNG for a paper
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
+  adcompare run --rounds 3 -o main.jsonl          each cell timed in 3 rounds, fresh workers each (for the gate)
   adcompare compare main.jsonl pr.jsonl --fail-above 10   CI gate: exit 1 on a significant slowdown > 10 %
   adcompare run --adapter jax --env old="jax==0.9.2 jaxlib==0.9.2" --env new="jax==0.10.2 jaxlib==0.10.2" -o rel.jsonl
   adcompare compare rel.jsonl                      each cell under new vs old: ratio, interval, values agree?
@@ -152,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
                                           "run replaces another)")
     p.add_argument("--resume", action="store_true", help="keep finished cells of --output and run the rest")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    p.add_argument("--rounds", type=positive(int), default=1, metavar="N",
+                   help="time every cell in N rounds, each in fresh worker processes interleaved with the other "
+                        "cells (about N times the timing cost); `compare` then takes its noise from the spread "
+                        "between rounds: use --rounds 3 or more for a CI gate on a shared machine (default 1)")
     p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
     p.add_argument("--json", action="store_true", help="with --dry-run: the planned cells with estimates, as JSON")
     _add_environment_option(p)

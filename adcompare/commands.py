@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
     TimeRemainingColumn
 
 from . import display, environments, executors, plugins, provenance, runner, study
-from .comparison import compare, pair_environments, regressions
+from .comparison import WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions
 from .errors import UsageError
 from .expectations import expected_reason, labelled
 from .fingerprint import this_machine
@@ -106,8 +106,10 @@ def _execute(registry, plan, args, *, time_it: bool, writer: ResultsWriter | Non
     envs = envs or {}
     options = runner.RunOptions(timeout=args.timeout, threads=args.threads, time_it=time_it,
                                 deadline=deadline, budget=getattr(args, "max_time", None) or "",
+                                rounds=getattr(args, "rounds", 1) if time_it else 1,
                                 interpreters={n: e.python for n, e in envs.items() if n != environments.CURRENT})
-    bar, progress = _progress_callbacks(plan.total - len(skip), not args.no_progress)
+    extra_rounds = (options.rounds - 1) * sum(c.key not in skip for c in plan.cells)  # each round advances the bar
+    bar, progress = _progress_callbacks(plan.total - len(skip) + extra_rounds, not args.no_progress)
     machines = {n: e.machine(writer.machine, _distributions(registry)) for n, e in envs.items()
                 if n != environments.CURRENT} if writer else {}
     for machine in machines.values():
@@ -222,6 +224,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(json.dumps(study.cells_json(registry, st)))
         else:
             out.print(study.summary(st, args.output or "the results file"), highlight=False)
+            if args.rounds > 1:  # the estimate is one pass; later rounds repeat every timed cell in new workers
+                out.print(f"--rounds {args.rounds}: each timed cell runs {args.rounds} times, so about "
+                          f"{args.rounds}× the estimate", highlight=False)
         for spec in environments.parse_options(args.env or ()):
             out.print(f"environment {spec.name}: {environments.describe(spec)}")
         return 0
@@ -303,7 +308,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(json.dumps({**r.to_json(), "regression": r in offending}))
     else:
         display.print_comparison(out, rows, offending, args.fail_above)
+    _say_noise_model(rows)
     return 1 if offending else 0
+
+
+def _say_noise_model(rows) -> None:
+    """Which noise model decided the rows: the within-run rule is the weaker one, and the gate says so."""
+    within = sum(r.noise_model == WITHIN_RUN for r in rows)
+    if within:
+        err.print(f"[yellow]{within} of {len(rows)} cells {WITHIN_RUN_CAVEAT}[/]", highlight=False)
+    else:
+        err.print(f"noise model: the spread between rounds ({len(rows)} cells)", highlight=False)
 
 
 def _compare_environments(pairs, args: argparse.Namespace) -> int:
@@ -318,4 +333,5 @@ def _compare_environments(pairs, args: argparse.Namespace) -> int:
             print(json.dumps({**p.to_json(), "regression": p in slower}))
     else:
         display.print_environment_pairs(out, pairs)
+    _say_noise_model([p.timing for p in pairs if p.timing])
     return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0

@@ -3,26 +3,117 @@ given one file from a run over several environments, each cell in one environmen
 the baseline environment, with whether their derivative values agree.
 
 Which cells match is decided in one place, `pairs` (extend it there to pair on more than the cell). Whether a
-difference is real is significance.py's test (bootstrap interval, Holm-corrected rank test, effect threshold),
-the same one the report ranks with; all matched cells of one compare form one family for Holm's correction.
+difference is real depends on what the files hold (`differences`):
+
+- both sides timed in rounds (`run --rounds N`, N ≥ 2; rounds.py): each round, a fresh worker process at another
+  moment of the run, gives one value — for a CPU cell its median process CPU time per call (time the process was
+  not running is not in it), else (a GPU cell, or files without CPU times) its fastest wall-clock block — and the
+  noise model is the spread of those values between rounds. The ratio is median(candidate rounds) ÷
+  median(baseline rounds); its interval runs from the low end of the candidate's round interval over the high
+  end of the baseline's to the reverse (each side's distribution-free 95 % interval of its median round,
+  timing.median_interval: the range of the rounds for fewer than 6). The difference counts when that whole
+  interval is beyond 1 ± threshold: every round of one side is slower than every round of the other by more
+  than the threshold. No Holm correction: with a few rounds the bar is the effect clearing the spread, not a
+  p-value, and it is the same bar for one cell as for a thousand.
+- otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
+  per-block samples of one process (bootstrap interval, Holm-corrected rank test, effect threshold), the test
+  the report ranks with; those cells form one family for Holm's correction. It sees within-run noise only, so
+  two honest runs on a shared machine can fail it; rows say which model decided them (`noise_model`).
+
 `regressions` is the CI gate: cells significantly slower by more than a stated percentage.
 """
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .bootstrap import Bootstrap
+from .bootstrap import Bootstrap, Ratio
 from .cell import CURRENT, Cell
 from .check import scaled_error
 from .errors import UsageError
-from .measurement import Measurement
+from .measurement import Measurement, Timing
 from .results import Results
 from .significance import NOISE, Difference, judge
 from .status import Status
+from .timing import median_interval
 
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
+MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
+BETWEEN_ROUNDS = "between rounds"
+CPU_CLOCK = "process CPU time"
+WALL_CLOCK = "wall, fastest block"
+WITHIN_RUN = "within run"
+WITHIN_RUN_CAVEAT = ("compared on the blocks of one process per file (no `run --rounds`): this sees within-run "
+                     "noise only, and two honest runs on a shared machine can differ by more; time both files "
+                     "with `adcompare run --rounds 3` for a gate that holds there")
+
+
+@dataclass(frozen=True)
+class RoundDifference:
+    """One comparison `candidate ÷ baseline` decided on the spread between rounds (see the module doc); the same
+    attributes as significance.Difference, so rows read alike whichever model decided them."""
+
+    ratio: Ratio  # point: ratio of the median rounds; low/high: the sides' round intervals against each other
+    threshold: float
+    rounds: tuple[int, int]  # rounds of the baseline and of the candidate
+    clock: str = WALL_CLOCK  # which value per round: CPU_CLOCK or WALL_CLOCK
+    p_value: None = None  # no rank test: the rule is an effect clear of the spread
+    p_holm: None = None
+    noise_model: str = BETWEEN_ROUNDS
+
+    @property
+    def significant(self) -> bool:
+        r = self.ratio
+        return r.low > 1 + self.threshold or r.high < 1 / (1 + self.threshold)
+
+    @property
+    def reason(self) -> str:
+        """Why a difference is not called significant (empty when it is)."""
+        if self.significant:
+            return ""
+        if self.ratio.clear:
+            return f"spread between rounds reaches within {self.threshold:.0%}"
+        return "rounds overlap"
+
+
+def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
+    """Each side's one value per round and the clock they come from: median CPU time per call where `cpu` (a CPU
+    cell) and both sides recorded it, else the fastest wall-clock block."""
+    if cpu and _usable(baseline.round_cpu) and _usable(candidate.round_cpu):
+        return baseline.round_cpu, candidate.round_cpu, CPU_CLOCK
+    return baseline.round_minima, candidate.round_minima, WALL_CLOCK
+
+
+def between_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
+    """candidate ÷ baseline from each side's per-round values (round_values)."""
+    base, cand, clock = round_values(baseline, candidate, cpu)
+    b_low, b_high = median_interval(list(base))
+    c_low, c_high = median_interval(list(cand))
+    ratio = Ratio(statistics.median(cand) / statistics.median(base), c_low / b_high, c_high / b_low, resampled=False)
+    return RoundDifference(ratio, threshold, (len(base), len(cand)), clock)
+
+
+def _usable(values: tuple[float, ...]) -> bool:
+    return len(values) >= MIN_ROUNDS and min(values) > 0
+
+
+def has_rounds(timing: Timing) -> bool:
+    return _usable(timing.round_minima)
+
+
+def differences(matched: list[tuple[Measurement, Measurement]],
+                threshold: float) -> list[Difference | RoundDifference]:
+    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds, else the
+    within-run test, Holm-corrected over the pairs that use it."""
+    by_rounds = [has_rounds(a.timing) and has_rounds(b.timing) for a, b in matched]
+    within = [(a, b) for (a, b), r in zip(matched, by_rounds) if not r]
+    boot = Bootstrap()
+    judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
+                          a.timing.samples, b.timing.samples) for a, b in within], threshold))
+    return [between_rounds(a.timing, b.timing, threshold, cpu=b.cell.device == "cpu") if r else next(judged)
+            for (a, b), r in zip(matched, by_rounds)]
 
 
 @dataclass(frozen=True)
@@ -30,7 +121,12 @@ class ComparisonRow:
     cell: Cell
     baseline: float
     candidate: float
-    difference: Difference  # candidate ÷ baseline
+    difference: Difference | RoundDifference  # candidate ÷ baseline
+
+    @property
+    def noise_model(self) -> str:
+        """"between rounds" (run --rounds on both sides) or "within run" (the weaker rule, blocks of one process)."""
+        return getattr(self.difference, "noise_model", WITHIN_RUN)
 
     @property
     def ratio(self):
@@ -54,7 +150,10 @@ class ComparisonRow:
         return {"cell": self.cell.to_json(), "key": self.cell.key, "baseline_median": self.baseline,
                 "candidate_median": self.candidate, "ratio": self.change,
                 "low": r.low if r else None, "high": r.high if r else None, "p_value": d.p_value,
-                "p_holm": d.p_holm, "threshold": d.threshold, "significant": d.significant, "verdict": self.verdict}
+                "p_holm": d.p_holm, "threshold": d.threshold, "significant": d.significant, "verdict": self.verdict,
+                "noise_model": self.noise_model,
+                "rounds": list(d.rounds) if isinstance(d, RoundDifference) else None,
+                "clock": d.clock if isinstance(d, RoundDifference) else "wall"}
 
 
 def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, Measurement]]:
@@ -68,12 +167,18 @@ def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, 
 
 def compare(baseline: Results, candidate: Results, threshold: float = NOISE) -> list[ComparisonRow]:
     """One row per matching timed cell, sorted by cell; `threshold` is the effect (fraction) that counts."""
-    boot = Bootstrap()
     matched = sorted(pairs(baseline, candidate), key=lambda p: p[1].cell)
-    ratios = [(boot.ratio("baseline:" + b.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
-               a.timing.samples, b.timing.samples) for a, b in matched]
-    return [ComparisonRow(b.cell, a.timing.median, b.timing.median, d)
-            for (a, b), d in zip(matched, judge(ratios, threshold))]
+    return [ComparisonRow(b.cell, *_medians(a, b), d) for (a, b), d in zip(matched, differences(matched, threshold))]
+
+
+def _medians(baseline: Measurement, candidate: Measurement) -> tuple[float, float]:
+    """What a row shows: the median of the per-round values where both sides have rounds (what the decision is
+    made on, round_values), else the median of the samples."""
+    a, b = baseline.timing, candidate.timing
+    if has_rounds(a) and has_rounds(b):
+        base, cand, _ = round_values(a, b, cpu=candidate.cell.device == "cpu")
+        return statistics.median(base), statistics.median(cand)
+    return a.median, b.median
 
 
 def regressions(rows: list[ComparisonRow]) -> list[ComparisonRow]:
@@ -163,11 +268,8 @@ def pair_environments(results: Results, baseline: str | None = None,
                 continue
             matched.append((base, other))
     matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
-    # The timed pairs are one family for Holm's correction, as the cells of a two-file compare are.
+    # The timed pairs are decided as the cells of a two-file compare are (one Holm family where within run).
     timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
-    boot = Bootstrap()
-    differences = judge([(boot.ratio("baseline:" + a.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
-                          a.timing.samples, b.timing.samples) for a, b in timed], threshold)
-    rows = {id(b): ComparisonRow(b.cell, a.timing.median, b.timing.median, d)
-            for (a, b), d in zip(timed, differences)}
+    rows = {id(b): ComparisonRow(b.cell, *_medians(a, b), d)
+            for (a, b), d in zip(timed, differences(timed, threshold))}
     return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

@@ -66,6 +66,14 @@ class Timing:
     compile_method: str = ""  # "ahead of time: …", "first call minus steady state", or "" (eager)
     warmup_calls: int = 0
     total_seconds: float = 0.0  # time spent measuring this cell
+    # With `run --rounds N` (rounds.py): the median and the fastest block of each round, a fresh worker process
+    # each, spread over the run; `samples` then holds every round's blocks. Empty in files written without rounds.
+    rounds: tuple[float, ...] = ()
+    round_minima: tuple[float, ...] = ()
+    # Process CPU seconds per call, one per block beside `samples` (timing.py); and with rounds, each round's
+    # median of them. Empty in files written before they were recorded.
+    cpu_samples: tuple[float, ...] = ()
+    round_cpu: tuple[float, ...] = ()
 
     # Computed once, without NumPy: the report reads these ~10 times per cell for 10⁴ cells, and NumPy's median
     # costs ~50 µs on a short tuple. The values are np.median's and np.percentile's (tests/test_results.py).
@@ -97,6 +105,10 @@ class Timing:
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["samples"] = list(self.samples)
+        data["rounds"] = list(self.rounds)
+        data["round_minima"] = list(self.round_minima)
+        data["cpu_samples"] = list(self.cpu_samples)
+        data["round_cpu"] = list(self.round_cpu)
         data.update(median=self.median, iqr=self.iqr, min=self.min)
         return data
 
@@ -105,6 +117,10 @@ class Timing:
         names = {f.name for f in fields(cls)}
         kept = {k: v for k, v in data.items() if k in names}
         kept["samples"] = tuple(kept["samples"])
+        kept["rounds"] = tuple(kept.get("rounds") or ())
+        kept["round_minima"] = tuple(kept.get("round_minima") or ())
+        kept["cpu_samples"] = tuple(kept.get("cpu_samples") or ())
+        kept["round_cpu"] = tuple(kept.get("round_cpu") or ())
         return cls(**kept)
 
 

@@ -9,7 +9,9 @@ newer schema, is refused with one clear line.
 Schema history: 1 had no fingerprint (a cell's machine is derived from the file's header on load); 2 adds the
 machine fingerprint to every cell record and to the merge key, and (additive) the framework versions its worker
 loaded (`versions`) and, for a cell of a named environment (`run --env`), `cell.environment` and the header's
-`environments` (requirements, interpreter, installed versions, fingerprint of each).
+`environments` (requirements, interpreter, installed versions, fingerprint of each), and (additive, no bump) a
+timed cell's `timing.rounds`, the median of each round of `run --rounds N` (rounds.py): files without it read as
+before (empty, compared on the within-run rule), and an adcompare that predates it ignores it.
 """
 from __future__ import annotations
 

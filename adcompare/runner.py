@@ -1,8 +1,9 @@
 """Runs a plan (plan.py) through one worker process per `Cell.worker_group` (adapter, dtype, device, environment).
 
 Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
-`Cell.family` are `skipped`. Each measurement is appended to the results
-file as it arrives, so a killed run resumes. The parent↔worker messages are in protocol.py.
+`Cell.family` are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run
+resumes. With `RunOptions.rounds` > 1 every group runs once per round in fresh workers, and a timed cell is
+appended once, after its last round (rounds.py). The parent↔worker messages are in protocol.py.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from .check import cross_check
 from .measurement import Measurement
 from .plan import Plan
 from .plugins import Registry
+from .rounds import merge_rounds, timed
 from .status import Status
 from .timing import TimingPolicy
 from .worker_process import WorkerProcess
@@ -34,6 +36,7 @@ class RunOptions:
     interpreters: dict[str, str] = field(default_factory=dict)  # environment name → its Python (not `current`)
     deadline: float | None = None  # time.monotonic() after which no cell starts (--max-time)
     budget: str = ""  # the --max-time as typed, for the skipped cells' message
+    rounds: int = 1  # --rounds: each timed cell measured this many times, each in fresh workers (rounds.py)
 
 
 def run(registry: Registry, p: Plan, options: RunOptions, *,
@@ -57,23 +60,52 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
         if c.key not in skip_keys:
             groups[c.worker_group].append(c)
     try:
-        for cells in groups.values():
-            first = cells[0]
-            adapter = registry.adapters.get(first.adapter)
-            worker = WorkerProcess(first.adapter, first.dtype, first.device, options.threads, registry.plugins,
-                                   cache_dir, interpreter=options.interpreters.get(first.environment),
-                                   inputs=registry.inputs, seed=registry.seed)
-            with worker:
-                for m in _run_group(worker, cells, options, on_worker, progress):
-                    if adapter is not None:  # the variant's meaning as declared, recorded for the report
-                        m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
-                    record(m)
-                    measurements.append(m)
+        measure = _measure_groups if options.rounds <= 1 else _measure_in_rounds
+        for m in measure(registry, groups, options, cache_dir, on_worker, progress):
+            record(m)
+            measurements.append(m)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     # Pairwise and adjoint agreement are derived from the recorded projections, here and again on load,
     # so the file keeps exactly one record per cell.
     return cross_check(measurements)
+
+
+def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
+                    options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
+                    progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
+    """Each worker group's cells in one fresh worker process, group after group."""
+    for cells in groups.values():
+        first = cells[0]
+        adapter = registry.adapters.get(first.adapter)
+        worker = WorkerProcess(first.adapter, first.dtype, first.device, options.threads, registry.plugins,
+                               cache_dir, interpreter=options.interpreters.get(first.environment),
+                               inputs=registry.inputs, seed=registry.seed)
+        with worker:
+            for m in _run_group(worker, cells, options, on_worker, progress):
+                if adapter is not None:  # the variant's meaning as declared, recorded for the report
+                    m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
+                yield m
+
+
+def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
+                       options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
+                       progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
+    """Every group once per round, in fresh workers; odd rounds in reverse order. A cell is yielded once: when
+    round 1 did not time it (failed, unsupported, …), else merged after its last round (rounds.py)."""
+    seen: dict[str, list[Measurement]] = defaultdict(list)
+    for number in range(options.rounds):
+        chosen = {g: [c for c in cells if number == 0 or timed(seen[c.key][0])] for g, cells in groups.items()}
+        if number % 2:
+            chosen = {g: cells[::-1] for g, cells in reversed(list(chosen.items()))}
+        last = number == options.rounds - 1
+        for m in _measure_groups(registry, {g: c for g, c in chosen.items() if c}, options, cache_dir,
+                                 on_worker, progress):
+            seen[m.cell.key].append(m)
+            if number == 0 and not timed(m):
+                yield m
+            elif last:
+                yield merge_rounds(seen[m.cell.key])
 
 
 def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions,

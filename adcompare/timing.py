@@ -13,6 +13,8 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 5. early stop: once at least `min_samples` blocks exist and the median's distribution-free 95 % interval (order
    statistics of the samples, binomial ranks) lies within ±`precision` of the median, the cell stops before
    `min_time`: more blocks would not change what the report says, and the quick suite needs the time for sizes.
+Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
+not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
 first call minus steady-state median ("first call minus steady state").
 """
@@ -89,11 +91,15 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
     run = prepared.run
     began = time.perf_counter()
 
+    cpu_samples: list[float] = []
+
     def block(number: int) -> float:
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         for _ in range(number):
             sync(run())
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        cpu_samples.append((time.process_time() - cpu) / number)
+        return elapsed
 
     warm, calls = 0.0, 0
     while calls < 2 or warm < policy.warmup_time:
@@ -106,6 +112,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
     number = int(min(policy.max_number, max(1, math.ceil(policy.block_time / per_call))))
 
     samples: list[float] = []
+    del cpu_samples[:]  # warm-up blocks are not samples
     spent = 0.0
     while True:
         elapsed = block(number)
@@ -126,4 +133,4 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         method = method or FIRST_CALL_MINUS_STEADY
     return Timing(samples=timing.samples, number=number, first_call=first_call_seconds, compile=compile_seconds,
                   compile_method=method if compile_seconds is not None else "", warmup_calls=calls,
-                  total_seconds=time.perf_counter() - began)
+                  total_seconds=time.perf_counter() - began, cpu_samples=tuple(cpu_samples))

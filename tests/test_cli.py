@@ -38,6 +38,11 @@ def test_dry_run_counts_cells(capsys):
                  "grad,jacfwd", "--variant", "eager", "--dtype", "float32", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "4 cells: 4 to run" in out and "estimated" in out
+    assert main(["run", "--adapter", "jax", "--problem", "tanh", "--rounds", "3", "--dry-run"]) == 0
+    assert "--rounds 3: each timed cell runs 3 times, so about 3× the estimate" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:  # a positive count, as every count option
+        main(["run", "--rounds", "0", "--dry-run"])
+    assert exc.value.code == 2
 
 
 def test_check_exit_codes_and_json(capsys):
@@ -108,7 +113,10 @@ def test_fail_above_passes_two_honest_runs_of_the_same_cells(capsys):
     threshold must be above that run-to-run spread (README: use a quiet runner and a threshold to match)."""
     assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "honest_b.jsonl"),
                  "--fail-above", "100"]) == 0
-    assert "no cell is significantly slower" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "no cell is significantly slower" in captured.out
+    # These files predate `run --rounds`: compared on the within-run rule, and the gate says it is the weaker one.
+    assert "within-run noise only" in " ".join(captured.err.split()) and "--rounds 3" in captured.err
     assert main(["compare", str(COMPARE / "honest_a.jsonl"), str(COMPARE / "honest_b.jsonl")]) == 0
 
 

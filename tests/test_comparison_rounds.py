@@ -1,0 +1,195 @@
+"""The gate's noise model: cells timed in rounds are compared on the spread between rounds (comparison.py), files
+without rounds on the within-run test, and the rounds of a run are merged into one record per cell (rounds.py)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adcompare.cell import Cell
+from adcompare.cli import main
+from adcompare.adapter import Prepared
+from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, WALL_CLOCK, WITHIN_RUN, between_rounds, compare,
+                                  regressions)
+from adcompare.measurement import Check, Measurement, Timing
+from adcompare.results import Results, load
+from adcompare.rounds import merge_rounds
+from adcompare.status import Status
+from adcompare.timing import TimingPolicy, measure
+
+CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
+
+
+def _timing(samples, minima=(), medians=None, cpu=()) -> Timing:
+    """Samples, and per round the fastest block (`minima`), the median and the median CPU time (`cpu`)."""
+    minima = tuple(float(r) for r in minima)
+    return Timing(tuple(float(s) for s in samples), 10, 1e-3, rounds=minima if medians is None else tuple(medians),
+                  round_minima=minima, round_cpu=tuple(cpu))
+
+
+def _results(*timings: Timing) -> Results:
+    cells = [Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "jacrev", "jax", "compiled", "cpu", "float32")
+             for k in range(len(timings))]
+    return Results((), tuple(Measurement(c, Status.OK, timing=t) for c, t in zip(cells, timings)))
+
+
+def _blocks(median: float, n: int = 9, spread: float = 0.002) -> list[float]:
+    """Tight per-block samples around `median`, as one quiet process gives them."""
+    return [median * (1 + spread * (k - n // 2) / n) for k in range(n)]
+
+
+def test_between_rounds_against_a_direct_recomputation():
+    base, cand = [1.0, 1.1, 0.95], [1.3, 1.25, 1.4]
+    d = between_rounds(_timing(base, base), _timing(cand, cand), 0.10)
+    assert d.ratio.ratio == pytest.approx(1.3 / 1.0)
+    assert (d.ratio.low, d.ratio.high) == pytest.approx((1.25 / 1.1, 1.4 / 0.95))  # three rounds: their range
+    assert d.significant and d.rounds == (3, 3) and d.noise_model == BETWEEN_ROUNDS
+    # The same rounds with a threshold the worst pairing does not clear: not a regression.
+    assert not between_rounds(_timing(base, base), _timing(cand, cand), 0.15).significant
+
+
+def test_blocks_that_separate_but_rounds_that_overlap_are_no_regression():
+    """Issue 23's false alarm in small: each run's blocks are tight, so the within-run test calls ×1.15 a slowdown;
+    the rounds of each run spread as wide as the difference, so between rounds it is noise."""
+    base_rounds, cand_rounds = [1.0, 1.2, 1.1], [1.15, 1.05, 1.3]
+    base = _timing(_blocks(1.0) + _blocks(1.2) + _blocks(1.1), base_rounds)
+    cand = _timing(_blocks(1.15) + _blocks(1.05) + _blocks(1.3), cand_rounds)
+    (row,) = compare(_results(base), _results(cand), 0.10)
+    assert row.noise_model == BETWEEN_ROUNDS and not row.difference.significant
+    assert row.change == pytest.approx(statistics.median(cand_rounds) / statistics.median(base_rounds))
+    assert row.verdict == "same (rounds overlap)"
+    # One process per side, tight blocks 15 % apart: the within-run rule (what files without rounds get) fires.
+    (old,) = compare(_results(_timing(_blocks(1.0))), _results(_timing(_blocks(1.15))), 0.10)
+    assert old.noise_model == WITHIN_RUN and regressions([old]) == [old]
+
+
+def test_rounds_are_judged_by_their_fastest_block_not_their_median():
+    """A candidate whose rounds ran while other jobs loaded the machine: medians ×1.5, fastest blocks as before.
+    Time is only ever added by other jobs, so that is no regression; a slowdown of the code moves the minima."""
+    base = _timing([1.0] * 9, [1.0, 1.02, 0.99])
+    loaded = _timing([1.5] * 9, [1.01, 0.98, 1.03], medians=[1.5, 1.6, 1.45])
+    (row,) = compare(_results(base), _results(loaded), 0.10)
+    assert not row.difference.significant and row.change == pytest.approx(1.01 / 1.0)
+    slower = _timing([1.3] * 9, [1.3, 1.28, 1.33], medians=[1.3, 1.29, 1.35])
+    (row,) = compare(_results(base), _results(slower), 0.10)
+    assert regressions([row]) == [row] and row.ratio.low == pytest.approx(1.28 / 1.02)
+
+
+def test_cpu_cells_are_judged_on_cpu_time_per_round_and_gpu_cells_on_the_wall_clock():
+    """Wall-clock rounds 40 % apart (the candidate's process waited for the CPU), CPU time per call the same:
+    no regression on the CPU; on a GPU, where CPU time says nothing of the device's work, the wall clock decides."""
+    base = _timing([1.0] * 9, [1.0, 1.01, 0.99], cpu=[0.9, 0.91, 0.9])
+    cand = _timing([1.4] * 9, [1.4, 1.42, 1.45], cpu=[0.9, 0.92, 0.89])
+    (row,) = compare(_results(base), _results(cand), 0.10)
+    assert row.difference.clock == CPU_CLOCK and not row.difference.significant
+    assert (row.baseline, row.candidate) == (0.9, 0.9) and row.to_json()["clock"] == CPU_CLOCK
+    gpu = Cell("exp_dot_loss", "n10", "jacrev", "jax", "compiled", "cuda", "float32")
+    on_gpu = [Results((), (Measurement(gpu, Status.OK, timing=t),)) for t in (base, cand)]
+    (row,) = compare(*on_gpu, 0.10)
+    assert row.difference.clock == WALL_CLOCK and row.ratio.low == pytest.approx(1.4 / 1.01)
+    assert regressions([row]) == [row]
+
+
+def test_blocks_record_process_cpu_time_beside_wall_time():
+    """A call that sleeps takes wall time and almost no CPU time; one that computes takes both."""
+    def sleeps():
+        time.sleep(0.002)
+
+    def spins():
+        until = time.perf_counter() + 0.002
+        while time.perf_counter() < until:
+            pass
+
+    policy = TimingPolicy(min_time=0.05, max_time=0.5, min_samples=7)
+    for work, cpu_share in ((sleeps, (0.0, 0.5)), (spins, (0.5, 1.5))):
+        t = measure(Prepared(work), lambda out: None, 0.002, compiled=False, policy=policy)
+        assert len(t.cpu_samples) == len(t.samples) >= 7
+        share = statistics.median(t.cpu_samples) / t.median
+        assert cpu_share[0] <= share <= cpu_share[1], (work.__name__, share)
+
+
+def test_a_side_without_rounds_falls_back_to_the_within_run_rule_and_says_so():
+    with_rounds = _timing(_blocks(1.0) * 3, [1.0, 1.0, 1.0])
+    (row,) = compare(_results(_timing(_blocks(1.0))), _results(with_rounds), 0.10)
+    assert row.noise_model == WITHIN_RUN and row.to_json()["rounds"] is None
+    assert row.to_json()["noise_model"] == WITHIN_RUN
+
+
+round_lists = st.lists(st.floats(1e-7, 1.0, allow_nan=False), min_size=2, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(round_lists, round_lists, st.sampled_from([0.0, 0.05, 0.10, 0.25, 1.0]))
+def test_verdict_is_every_round_beyond_every_other_by_the_threshold(base, cand, threshold):
+    """With up to five rounds a side the rule reads: a slowdown when every candidate round is slower than every
+    baseline round by more than the threshold (a speed-up the other way round); recomputed pair by pair."""
+    d = between_rounds(_timing(base, base), _timing(cand, cand), threshold)
+    slower = all(c > (1 + threshold) * b for c in cand for b in base)
+    faster = all(c * (1 + threshold) < b for c in cand for b in base)
+    assert d.significant == (slower or faster)
+    assert d.ratio.low <= d.ratio.ratio <= d.ratio.high
+    assert d.ratio.ratio == pytest.approx(statistics.median(cand) / statistics.median(base))
+
+
+def _measurement(samples, status=Status.OK, wall=1.0, message="") -> Measurement:
+    timing = dataclasses.replace(_timing(samples), cpu_samples=tuple(s / 2 for s in samples)) \
+        if status is Status.OK else None
+    return Measurement(CELL, status, message, timing=timing, check=Check(1e-7, 1e-4, "central differences"),
+                       details={"wall_seconds": wall})
+
+
+def test_merge_rounds_keeps_every_block_and_each_round_median():
+    rounds = [_measurement([3.0, 1.0, 2.0], wall=1.0), _measurement([5.0, 4.0, 6.0, 7.0], wall=2.0),
+              _measurement([0.5, 0.7, 0.6], wall=1.5)]
+    merged = merge_rounds(rounds)
+    assert merged.timing.samples == (3.0, 1.0, 2.0, 5.0, 4.0, 6.0, 7.0, 0.5, 0.7, 0.6)
+    assert merged.timing.rounds == (2.0, 5.5, 0.6) and merged.timing.round_minima == (1.0, 4.0, 0.5)
+    assert merged.timing.round_cpu == (1.0, 2.75, 0.3) and len(merged.timing.cpu_samples) == 10
+    assert merged.timing.first_call == rounds[0].timing.first_call and merged.check == rounds[0].check
+    assert merged.details["rounds"] == 3 and merged.details["wall_seconds"] == 1.0
+    assert merged.details["wall_seconds_all_rounds"] == pytest.approx(4.5)
+    back = Timing.from_json(json.loads(json.dumps(merged.timing.to_json())))
+    assert back == merged.timing
+    old = merged.timing.to_json()
+    del old["rounds"], old["round_minima"], old["round_cpu"], old["cpu_samples"]  # written before rounds existed
+    assert Timing.from_json(old).rounds == () and Timing.from_json(old).round_minima == ()
+
+
+def test_a_round_that_fails_makes_the_record_that_failure():
+    crashed = _measurement([], Status.CRASHED, message="worker died (SIGSEGV)")
+    merged = merge_rounds([_measurement([1.0, 1.0, 1.0]), crashed, _measurement([1.0, 1.0, 1.0])])
+    assert merged.status is Status.CRASHED and merged.message == "round 2 of 3: worker died (SIGSEGV)"
+    failed_first = _measurement([], Status.FAILED, message="boom")
+    assert merge_rounds([failed_first]) is failed_first
+
+
+def test_run_in_rounds_uses_fresh_workers_and_compare_decides_between_rounds(tmp_path, capsys):
+    """A real run: each round starts its own worker, the record holds each round's median of its own blocks, and
+    `compare` of two such files decides on the rounds; files without rounds are compared with the caveat said."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    base = ["run", "--adapter", "jax", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
+            "--variant", "compiled", "--dtype", "float32", "--no-progress", "--rounds", "2"]
+    assert main(base + ["-o", str(a)]) == 0
+    assert main(base + ["-o", str(b)]) == 0
+    capsys.readouterr()
+    results = load([a])
+    (m,) = results.measurements
+    assert len(m.timing.rounds) == len(m.timing.round_minima) == 2 and m.details["rounds"] == 2
+    assert len({w["pid"] for w in results.workers}) == 2  # two rounds, two worker processes
+    assert all(min(m.timing.samples) <= r <= max(m.timing.samples) for r in m.timing.rounds)
+    assert min(m.timing.round_minima) == min(m.timing.samples)  # every block is some round's
+    assert len(m.timing.round_cpu) == 2 and len(m.timing.cpu_samples) == len(m.timing.samples)
+    assert main(["compare", str(a), str(b), "--fail-above", "10", "--json"]) in (0, 1)
+    captured = capsys.readouterr()
+    (row,) = [json.loads(line) for line in captured.out.splitlines() if line.startswith("{")]
+    assert row["noise_model"] == BETWEEN_ROUNDS and row["rounds"] == [2, 2] and row["clock"] == CPU_CLOCK
+    ra, rb = m.timing.round_cpu, load([b]).measurements[0].timing.round_cpu  # a CPU cell: decided on CPU time
+    assert row["ratio"] == pytest.approx(statistics.median(rb) / statistics.median(ra))
+    assert row["low"] == pytest.approx(min(rb) / max(ra)) and row["high"] == pytest.approx(max(rb) / min(ra))
+    assert row["regression"] == (min(rb) / max(ra) > 1.10)
+    assert "spread between rounds" in captured.err
