@@ -82,7 +82,8 @@ class History:
             for w in results.workers:
                 if isinstance(w.get("startup_seconds"), (int, float)):
                     # A worker record names its environment when it is not `current` (runner.py), as a cell does.
-                    group = worker_group(w["adapter"], w["dtype"], w["device"], w.get("environment") or CURRENT)
+                    group = worker_group(w["adapter"], w["dtype"], w["device"], w.get("environment") or CURRENT,
+                                         int(w.get("devices") or 1))
                     startups[group] = float(w["startup_seconds"])
         return cls(machine, cells, startups)
 

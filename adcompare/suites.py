@@ -34,10 +34,13 @@ class SuiteEntry:
     float64_at: tuple[str, ...] | None = None  # sizes at which float64 runs (None: every size)
     sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
     others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
+    devices: tuple[int, ...] = (1,)  # device counts of its data-parallel cells unless --devices names them
 
-    def allows(self, cell: Cell, size: Size, slow: bool) -> bool:
+    def allows(self, cell: Cell, size: Size, slow: bool, devices_chosen: bool = False) -> bool:
         label = size.dims_label  # a seeded size matches its dimensions; a file-fed one (size.source) every entry size
         if cell.problem != self.problem or not (size.source or label in self.sizes):
+            return False
+        if not devices_chosen and cell.devices not in self.devices:
             return False
         if self.operators is not None and cell.operator not in self.operators:
             return False
@@ -183,13 +186,22 @@ SUITES = tuple(SUITE_SUMMARIES)
 SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtypes; `full`: every dtype
 
 
-def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
-    """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants)."""
+def suite_devices(suite: str) -> tuple[int, ...]:
+    """Every device count some entry of `suite` runs (the counts planned when --devices is not given)."""
+    entries = {"full": FULL, "adbench": ADBENCH}.get(suite, QUICK)
+    return tuple(sorted({d for e in entries for d in e.devices}))
+
+
+def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool,
+           devices_chosen: bool = False) -> bool:
+    """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants; `devices_chosen`:
+    --devices named the device counts, which then hold for every entry)."""
     if size.source and suite != "adbench":
-        return True
+        return devices_chosen or cell.devices == 1
     if suite == "adbench":
-        return any(e.allows(cell, size, slow) for e in ADBENCH)
+        return any(e.allows(cell, size, slow, devices_chosen) for e in ADBENCH)
     entries = [e for e in (FULL if suite == "full" else QUICK) if e.problem == cell.problem]
     if not entries:  # a plugin's problem: every size in `full`, the smallest in `quick`
-        return not builtin and (suite == "full" or size.label == smallest_size and not slow)
-    return any(e.allows(cell, size, slow) for e in entries)
+        return not builtin and (suite == "full" or size.label == smallest_size and not slow) \
+            and (devices_chosen or cell.devices == 1)
+    return any(e.allows(cell, size, slow, devices_chosen) for e in entries)
