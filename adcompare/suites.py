@@ -78,6 +78,8 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("control_loop_static", ("n100",), ("grad",)),
     SuiteEntry("selu", ("n100",), ("value",)),
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
+    # Seed 004's pmap: the MLP's mean-loss gradient with its batch of 16 split across 1, 2 and 4 devices.
+    SuiteEntry("mlp_loss", ("B16-h16",), ("pmap_grad",), devices=(1, 2, 4)),
 )
 
 # The full suite: every built-in problem at three or more sizes spanning two decades or more (every size where it
@@ -131,6 +133,10 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev")),
     _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("value", "jvp", "vjp", "vmap_grad")),
     _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev", "vmap_jacfwd", "vmap_jacrev")),
+    # Seed 004's pmap: the data-parallel gradient over 1, 2 and 4 devices, the per-example values on one.
+    _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("pmap_grad",), devices=(1, 2, 4)),
+    _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("pmap_value",)),
+    _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("pmap_value",)),
     _full("gmm", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),
     _full("gmm", ("d2-K5-n1000", "d10-K5-n1000"), WIDE),
     _full("gmm_posterior", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),

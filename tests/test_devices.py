@@ -16,7 +16,7 @@ from adcompare.cli import main
 from adcompare.inputs import cell_inputs
 from adcompare.measurement import Measurement
 from adcompare.operators import devices_unfit, expected_shape
-from adcompare.plan import Selection, plan  # noqa: F401  (planning tests land with the problems)
+from adcompare.plan import Selection, plan
 from adcompare.reference import reference
 from adcompare.status import Status
 
@@ -110,6 +110,42 @@ def test_pmap_references_against_an_independent_recomputation(registry):
 
 
 # --- planning and selection ------------------------------------------------------------------------------------
+
+def test_the_quick_suite_runs_pmap_at_1_2_and_4_devices_and_nothing_else_on_several(registry):
+    p = plan(registry, Selection(adapters=("jax", "autograd")))
+    several = [c for c in (*p.cells, *(m.cell for m in p.decided)) if c.devices != 1]
+    assert several and {c.operator for c in several} == {"pmap_grad"}
+    everything = (*p.cells, *(m.cell for m in p.decided))
+    jax = sorted(c.devices for c in everything if c.operator == "pmap_grad" and c.adapter == "jax"
+                 and c.variant == "eager")
+    assert jax == [1, 2, 4]
+    refused = [m for m in p.decided if m.cell.adapter == "autograd" and m.cell.operator == "pmap_grad"
+               and m.cell.variant == "eager"]  # its `compiled` is refused for want of a compiler
+    assert len(refused) == 3 and all(m.status is Status.UNSUPPORTED for m in refused)
+    assert all("no multi-device mechanism" in m.message for m in refused)
+
+
+def test_only_data_parallel_cells_leave_one_device_in_every_suite(registry):
+    for suite in ("full", "adbench"):
+        p = plan(registry, Selection(suite=suite, adapters=("jax",)))
+        several = {c.operator for c in (*p.cells, *(m.cell for m in p.decided)) if c.devices != 1}
+        assert several <= {"pmap_grad"}
+    full = plan(registry, Selection(suite="full", adapters=("jax",), problems=("mlp_loss",)))
+    grads = {(c.size, c.devices) for c in (*full.cells, *(m.cell for m in full.decided))
+             if c.operator == "pmap_grad" and c.dtype == "float32"}
+    assert {d for _, d in grads} == {1, 2, 4} and len({s for s, _ in grads}) >= 3
+
+
+def test_devices_selects_the_counts_of_the_data_parallel_operators_only(registry):
+    sel = dict(problems=("mlp_loss",), sizes=("B16-h4",), adapters=("jax",), variants=("eager",))
+    p = plan(registry, Selection(**sel, device_counts=(2, 3, 8)))
+    assert sorted((c.operator, c.devices) for c in (*p.cells, *(m.cell for m in p.decided))) == [
+        ("pmap_grad", 2), ("pmap_grad", 8), ("pmap_value", 2), ("pmap_value", 8)]
+    assert any("does not split evenly across 3 devices" in n for n in p.notes)
+    p = plan(registry, Selection(**sel, device_counts=(1, 2)))
+    assert {c.operator for c in (*p.cells, *(m.cell for m in p.decided)) if c.devices == 1} == {"value", "vjp", "vmap_grad", "pmap_value",
+                                                               "pmap_grad"}
+
 
 @pytest.mark.parametrize("value", ["two", "0"])
 def test_a_bad_device_count_is_a_usage_error(value, capsys):
