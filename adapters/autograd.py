@@ -100,6 +100,9 @@ class AutogradAdapter(Adapter):
     runtime_distributions = ("numpy",)
     variants = {"eager": "traced anew on every call (autograd has no compiler)"}
     missing_variants = {"compiled": NO_COMPILER}
+    # Unsupported, not emulated: a loop over slices on one CPU would be passed off as data parallelism.
+    no_data_parallel = ("has no multi-device mechanism: it differentiates NumPy code, which runs on one CPU "
+                        "device; see jax's pmap_grad for a data-parallel gradient")
     devices = ("cpu",)
 
     def device_unavailable(self, device: str) -> str | None:

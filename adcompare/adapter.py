@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import UnsupportedOperation
 from .fingerprint import installed_versions
-from .operators import minimum_elements
+from .operators import data_parallel, minimum_elements
 from .problem import Problem
 from .shapes import Shapes
 from .support import Support
@@ -79,6 +79,7 @@ class Request:
     device: str
     dtype: str
     inputs: CellInputs
+    devices: int = 1  # the data-parallel operators split `inputs.batch` across this many devices of `device`
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,9 @@ class Adapter(ABC):
     # `eager`, torch's `eager-autograd` is eager. The default is the standard variants' meaning.
     compiles: ClassVar[Mapping[str, str]] = {"compiled": "eager"}
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+    # Why this adapter has no data-parallel operators (pmap_value, pmap_grad), when it has none; an adapter with a
+    # mechanism overrides `data_parallel_capability`, `max_devices` and (for the CPU) `emulate_host_devices`.
+    no_data_parallel: ClassVar[str] = "declares no data-parallel (multi-device) mechanism"
     slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
 
     def compiled_from(self, variant: str) -> str:
@@ -183,7 +187,29 @@ class Adapter(ABC):
         if variant not in self.variants:
             why = self.missing_variants.get(variant) or f"{self.name} has no variant {variant!r}"
             return Capability.unsupported(f"{why}; use variant {' or '.join(map(repr, self.variants))}")
+        if data_parallel(operator):
+            return self.data_parallel_capability(operator, variant)
         return self.operator_capability(operator, variant)
+
+    def data_parallel_capability(self, operator: str, variant: str) -> Capability:
+        """Support and algorithm for a data-parallel operator (pmap_value, pmap_grad) in one of `variants`: the
+        framework's own multi-device mechanism, named (e.g. "jax.pmap, gradients averaged by lax.pmean"; the
+        device count is appended per cell). Default: unsupported, with `no_data_parallel` as the reason — never a
+        single-device loop passed off as the real thing. Must not import the framework."""
+        return Capability.unsupported(f"{self.name} {self.no_data_parallel}")
+
+    def emulate_host_devices(self, count: int) -> str:
+        """Called in the worker before `setup` (before the framework is imported) when its cells run on `count` > 1
+        CPU devices: set up `count` emulated host devices (JAX: --xla_force_host_platform_device_count) and say
+        what was done, e.g. "4 emulated host devices share this machine's 2 cores" (recorded with each cell).
+        Default: "" (no emulation; `max_devices("cpu")` then stays 1 and such cells are unsupported)."""
+        return ""
+
+    def max_devices(self, device: str) -> int:
+        """How many devices of kind `device` the data-parallel operators can use in this worker (real GPUs, or
+        the emulated host devices set up at start). Called in the worker, may import the framework. A request
+        for more is `unsupported` with the reason."""
+        return 1
 
     def operator_capability(self, operator: str, variant: str) -> Capability:
         """Support and algorithm for `operator` in one of `variants` (the hook behind `capability`)."""
@@ -198,6 +224,13 @@ class Adapter(ABC):
         unavailable = self.device_unavailable(request.device)
         if unavailable:
             raise UnsupportedOperation(unavailable)
+        if request.devices != 1 or data_parallel(request.operator):
+            most = self.max_devices(request.device)
+            if request.devices > most:
+                raise UnsupportedOperation(
+                    f"adapter {self.name!r}: {request.operator} on {request.devices} {request.device} devices: this "
+                    f"worker has {most}; on a CPU the worker emulates as many host devices as its cells ask for, "
+                    f"on a GPU use --devices up to the GPUs present")
         inputs = request.inputs
         constants = {k: self.place(v, request.device) for k, v in inputs.constants.items()}
         extra = next((a for a in (inputs.batch, inputs.tangent, inputs.cotangent) if a is not None), None)

@@ -69,6 +69,10 @@ def _add_selectors(p: argparse.ArgumentParser) -> None:
                        ("variant", "NAME"), ("device", "cpu|cuda"), ("dtype", "float32|float64"),
                        ("tag", "TAG"), ("environment", "NAME")):
         g.add_argument(f"--{name}", action="append", metavar=meta)
+    g.add_argument("--devices", action="append", metavar="D",
+                   help="device counts for the data-parallel operators (pmap_value, pmap_grad), e.g. 1,2,4: the "
+                        "batch is split across D devices (D emulated host devices on the CPU); other operators run "
+                        "at D = 1 only (default: the suite's counts, 1 but for the quick suite's pmap entry)")
     g.add_argument("--suite", default="quick", choices=SUITES,
                    help="; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
     g = p.add_argument_group("inputs (default: generated with seed 0)")

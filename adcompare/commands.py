@@ -132,6 +132,17 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v for item in values or () for v in item.split(",") if v)
 
 
+def _device_counts(values: list[str] | None) -> tuple[int, ...]:
+    """--devices 1,2,4 as whole numbers; anything else is a usage error naming the value and the fix."""
+    counts = []
+    for text in _split(values):
+        try:
+            counts.append(int(text))
+        except ValueError:
+            raise UsageError(f"--devices {text!r}: a device count is a whole number, e.g. --devices 1,2,4") from None
+    return tuple(dict.fromkeys(counts))
+
+
 def _selection(args: argparse.Namespace, registry: plugins.Registry) -> Selection:
     problems, dtypes = _split(args.problem), _split(args.dtype)
     if registry.inputs:  # input files choose their problems and float64 unless told otherwise
@@ -141,7 +152,8 @@ def _selection(args: argparse.Namespace, registry: plugins.Registry) -> Selectio
     return Selection(problems=problems, sizes=_split(args.size), operators=_split(args.operator),
                      adapters=_split(args.adapter), variants=_split(args.variant), devices=_split(args.device),
                      dtypes=dtypes, tags=_split(args.tag), suite=args.suite,
-                     environments=_split(getattr(args, "environment", None)))
+                     environments=_split(getattr(args, "environment", None)),
+                     device_counts=_device_counts(getattr(args, "devices", None)))
 
 
 def _plan(registry, selection, args):

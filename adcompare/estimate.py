@@ -60,7 +60,7 @@ DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pair
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
 # operations, once per basis vector for arithmetic).
 OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "jacfwd": 2, "jacrev": 3, "hessian": 6,
-                    "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3}
+                    "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3, "pmap_value": 1, "pmap_grad": 3}
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,8 @@ class History:
             for w in results.workers:
                 if isinstance(w.get("startup_seconds"), (int, float)):
                     # A worker record names its environment when it is not `current` (runner.py), as a cell does.
-                    group = worker_group(w["adapter"], w["dtype"], w["device"], w.get("environment") or CURRENT)
+                    group = worker_group(w["adapter"], w["dtype"], w["device"], w.get("environment") or CURRENT,
+                                         int(w.get("devices") or 1))
                     startups[group] = float(w["startup_seconds"])
         return cls(machine, cells, startups)
 

@@ -20,6 +20,7 @@ from . import memory, timing
 from .adapter import Adapter, CellInputs, Prepared, Request
 from .cell import Cell
 from .check import check_result, describe, status_of
+from .errors import UnsupportedOperation
 from .inputs import cell_inputs
 from .measurement import Check, Measurement
 from .operators import expected_shape, spec
@@ -38,7 +39,8 @@ class ExecutionOptions:
 class FirstCall:
     """A cell prepared and called once in this process, synced, with its verdict: what each caller starts from.
 
-    `status` is FAILED when prepare or the first call raised (`error`, `message` says at which stage), the result has
+    `status` is UNSUPPORTED when prepare refused the cell (UnsupportedOperation: e.g. more devices than the worker
+    has), FAILED when prepare or the first call raised (`error`, `message` says at which stage), the result has
     the wrong shape, or the reference could not be computed; NAN when the result is not finite (no reference is
     needed to call NaN NaN); else the check's verdict, OK or MISMATCH (OK when no check was asked for).
     """
@@ -91,7 +93,8 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     base = dict(size=size, inputs=inputs, expected_shape=want)
     stage = "prepare"
     try:
-        prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs))
+        prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs,
+                                           devices=cell.devices))
         stage = "first call"
         out, seconds = timing.first_call(prepared, adapter.sync)
         output = adapter.to_numpy(out)
@@ -99,6 +102,10 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
         details = dict(prepared.details)
         if prepared.after_first_call is not None:
             details.update(prepared.after_first_call())
+    except UnsupportedOperation as exc:
+        if stage != "prepare":
+            raise
+        return FirstCall(**base, status=Status.UNSUPPORTED, message=str(exc), error=exc)
     except Exception as exc:
         return FirstCall(**base, status=Status.FAILED, message=f"{stage}: {describe_exception(exc)}", error=exc)
 
@@ -140,10 +147,17 @@ def run_once(adapter: Adapter, problem: Problem, operator: str, dtype: str, *, v
     return called.prepared, called.output, called.inputs, called.size
 
 
+def algorithm_of(algorithm: str, cell: Cell) -> str:
+    """The declared algorithm, with the device count of a data-parallel cell ("… over 4 devices")."""
+    if not algorithm or not spec(cell.operator).data_parallel:
+        return algorithm
+    return f"{algorithm} over {cell.devices} device{'s' if cell.devices != 1 else ''}"
+
+
 def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionOptions = ExecutionOptions()
              ) -> Measurement:
     capability = adapter.capability(cell.operator, cell.variant)
-    base = dict(cell=cell, support=capability.support.value, algorithm=capability.algorithm)
+    base = dict(cell=cell, support=capability.support.value, algorithm=algorithm_of(capability.algorithm, cell))
     if not capability.supported:
         return Measurement(status=Status.UNSUPPORTED, message=capability.reason, **base)
     size = problem.size(cell.size)
@@ -153,7 +167,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     adapter.reset_peak_device_memory(cell.device)
     called = first_call(adapter, problem, cell, size=size, inputs=inputs)
     if not called.called:
-        return Measurement(status=Status.FAILED, message=called.message, **base)
+        return Measurement(status=called.status, message=called.message, **base)
     details = dict(called.details)
     if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed
         return Measurement(status=called.status, message=called.message, details=details, **base)

@@ -3,6 +3,12 @@
 Shapes are checked here, generically, for every adapter. `tangent` v has the shape of `wrt`; `cotangent` u has the
 shape of the output. Per-example operators map over the leading axis of the problem's batch argument with
 `wrt` shared; for each example bᵢ they differentiate f(wrt, bᵢ) with respect to `wrt`.
+
+Data-parallel operators (family "data-parallel", seed 004's `pmap`) take the same batch and split it across the
+cell's D devices, one contiguous slice of B/D examples each, `wrt` replicated: `pmap_value` stacks the per-example
+values, `pmap_grad` is each device's gradient of its slice's mean loss, averaged across devices (an all-reduce) —
+which is the gradient of the whole batch's mean loss, the quantity its reference computes. They are the only
+operators planned at D > 1.
 """
 from __future__ import annotations
 
@@ -15,6 +21,9 @@ if TYPE_CHECKING:  # annotations only
 from .errors import unknown
 
 
+DATA_PARALLEL = "data-parallel"
+
+
 @dataclass(frozen=True)
 class OperatorSpec:
     name: str
@@ -24,6 +33,7 @@ class OperatorSpec:
     per_example: bool = False
     takes: str | None = None  # "tangent" or "cotangent": the extra seeded vector it is applied to
     family: str = "first-order"
+    data_parallel: bool = False  # splits the batch across the cell's devices (the only operators with D > 1)
 
 
 _SPECS = [
@@ -42,6 +52,11 @@ _SPECS = [
                  per_example=True, family="per-example"),
     OperatorSpec("vmap_jacrev", "per-example Jacobians by reverse mode; (B, *f(x, bᵢ).shape, *x.shape)", 1,
                  per_example=True, family="per-example"),
+    OperatorSpec("pmap_value", "f(x, bᵢ) per example, the batch split across D devices; (B, *f(x, bᵢ).shape)", 0,
+                 per_example=True, family=DATA_PARALLEL, data_parallel=True),
+    OperatorSpec("pmap_grad", "∇_x of the batch's mean of f(x, bᵢ): per-device gradients of each slice's mean, "
+                 "averaged across D devices; shape of x", 1, scalar_output=True, per_example=True,
+                 family=DATA_PARALLEL, data_parallel=True),
 ]
 OPERATORS: dict[str, OperatorSpec] = {s.name: s for s in _SPECS}
 
@@ -51,6 +66,25 @@ def spec(name: str) -> OperatorSpec:
         return OPERATORS[name]
     except KeyError:
         raise unknown("operator", name, OPERATORS) from None
+
+
+def data_parallel(operator: str) -> bool:
+    """Whether `operator` splits its batch across devices: the only operators planned for a device count D > 1."""
+    return spec(operator).data_parallel
+
+
+def devices_unfit(operator: str, devices: int, batch_size: int | None) -> str | None:
+    """None when a cell of `operator` can run on `devices` devices with a batch of `batch_size`, else why not."""
+    if devices < 1:
+        return f"a device count must be at least 1, not {devices}"
+    if not data_parallel(operator):
+        return None if devices == 1 else f"{operator} runs on one device; only the data-parallel operators " \
+                                          f"({', '.join(n for n, s in OPERATORS.items() if s.data_parallel)}) " \
+                                          f"split across devices"
+    if batch_size is not None and batch_size % devices:
+        return f"{operator}: a batch of {batch_size} does not split evenly across {devices} devices; pick a size " \
+               f"whose batch divides by {devices}"
+    return None
 
 
 def applicable(operator: str, *, out_shape: tuple[int, ...], example_out_shape: tuple[int, ...] | None,
@@ -73,6 +107,10 @@ def expected_shape(operator: str, *, wrt_shape: tuple[int, ...], out_shape: tupl
                    ) -> tuple[int, ...]:
     """The shape `operator`'s result must have."""
     s = spec(operator)
+    if operator == "pmap_value":
+        return (batch_size, *tuple(example_out_shape or ()))
+    if operator == "pmap_grad":
+        return wrt_shape
     if s.per_example:
         tail = () if s.scalar_output else tuple(example_out_shape or ())
         return (batch_size, *tail, *wrt_shape)
@@ -92,6 +130,8 @@ def minimum_elements(operator: str, shapes: "Shapes") -> int:
     """Array elements `operator` must hold at once by its nature, whatever the algorithm: the result, and for the
     Jacobian forms the identity of basis tangents (forward) or cotangents (reverse) that vmap materialises."""
     n_in, n_out = shapes.n_in, shapes.n_out
+    if spec(operator).data_parallel:  # wrt replicated on each device, the per-example values, the gradient
+        return (shapes.batch or 1) * shapes.n_example_out + 2 * n_in
     if spec(operator).per_example:
         n_ex = shapes.n_example_out
         basis = {"vmap_jacfwd": n_in * n_in, "vmap_jacrev": n_ex * n_ex}.get(operator, 0)

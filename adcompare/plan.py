@@ -18,13 +18,13 @@ from .cell import CURRENT, Cell
 from .environments import EnvironmentSpec, in_environments
 from .errors import RequiredFrameworkMissing, UsageError, unknown
 from .measurement import Measurement
-from .operators import OPERATORS, applicable
+from .operators import OPERATORS, applicable, data_parallel, devices_unfit
 from .plugins import Registry
 from .preflight import too_large
 from .problem import DTYPES, Problem
 from .shapes import shapes_of
 from .status import Status
-from .suites import SUITE_DTYPES, SUITES, allows
+from .suites import SUITE_DTYPES, SUITES, allows, suite_devices
 
 __all__ = ["DEVICES", "STANDARD_VARIANTS", "Plan", "Selection", "gpu_present", "plan", "required_frameworks",
            "usable_adapters"]
@@ -46,6 +46,9 @@ class Selection:
     tags: tuple[str, ...] = ()
     suite: str = "quick"
     environments: tuple[str, ...] = ()  # names from `--env` (or "current"), see environments.py
+    # Device counts (`--devices 1,2,4`) for the data-parallel operators; other operators run at 1 only, and only
+    # when 1 is asked for. Empty: the suite's counts (the quick suite's pmap entry at 1, 2 and 4; else 1).
+    device_counts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,11 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
     _check_names("size", sel.sizes, all_sizes)
     devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
     dtypes = sel.dtypes or SUITE_DTYPES.get(sel.suite, DTYPES)
+    bad_counts = [d for d in sel.device_counts if d < 1]
+    if bad_counts:
+        raise UsageError(f"--devices {bad_counts[0]}: a device count is a whole number of at least 1, e.g. "
+                         f"--devices 1,2,4")
+    counts = sel.device_counts or suite_devices(sel.suite)
 
     cells: list[Cell] = []
     decided: list[Measurement] = []
@@ -153,30 +161,41 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
                 if sel.operators and sel.problems:  # asked for by name: say what was left out, run the rest
                     notes.append(f"left out problem {problem.name!r} with operator {op!r}: {why}")
                 continue
+            op_counts = counts if data_parallel(op) else tuple(d for d in counts if d == 1)
+            fitting = {}  # (size, count) → whether the batch splits evenly; said once, not once per adapter
+            for size in sizes:
+                for count in op_counts:
+                    why = devices_unfit(op, count, shapes_of(problem, size).batch if data_parallel(op) else None)
+                    fitting[size.label, count] = why is None
+                    if why and sel.device_counts and (sel.sizes or sel.problems):
+                        notes.append(f"left out problem {problem.name!r} at {size.label}: {why}")
             for adapter_name in adapters:
                 adapter = registry.adapters[adapter_name]
                 variants = sel.variants or adapter.planned_variants()
-                for variant in variants:
-                    for device in devices:
-                        for dtype in dtypes:
-                            for size in sizes:
-                                cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype)
-                                slow = variant in adapter.slow_variants
-                                if not sel.sizes and not allows(sel.suite, cell, size, smallest_size=smallest,
-                                                                slow=slow, builtin=builtin):
-                                    continue
-                                cap = adapter.capability(op, variant)
-                                compiles = adapter.compiled_from(variant)
-                                if not cap.supported:
-                                    decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
-                                                               support=cap.support, compiles=compiles))
-                                    continue
-                                big = too_large(problem, size, op, dtype, memory_limit, adapter, variant)
-                                if big:
-                                    decided.append(Measurement(cell, Status.TOO_LARGE, big, support=cap.support,
-                                                               algorithm=cap.algorithm, compiles=compiles))
-                                    continue
-                                cells.append(cell)
+                for variant, device, dtype, count, size in (
+                        (v, dv, dt, n, sz) for v in variants for dv in devices for dt in dtypes
+                        for n in op_counts for sz in sizes):
+                    if not fitting[size.label, count]:
+                        continue
+                    cell = Cell(problem.name, size.label, op, adapter_name, variant, device, dtype,
+                                devices=count)
+                    slow = variant in adapter.slow_variants
+                    if not sel.sizes and not allows(sel.suite, cell, size, smallest_size=smallest,
+                                                    slow=slow, builtin=builtin,
+                                                    devices_chosen=bool(sel.device_counts)):
+                        continue
+                    cap = adapter.capability(op, variant)
+                    compiles = adapter.compiled_from(variant)
+                    if not cap.supported:
+                        decided.append(Measurement(cell, Status.UNSUPPORTED, cap.reason,
+                                                   support=cap.support, compiles=compiles))
+                        continue
+                    big = too_large(problem, size, op, dtype, memory_limit, adapter, variant)
+                    if big:
+                        decided.append(Measurement(cell, Status.TOO_LARGE, big, support=cap.support,
+                                                   algorithm=cap.algorithm, compiles=compiles))
+                        continue
+                    cells.append(cell)
 
     if environments or sel.environments:
         cells = in_environments(cells, registry.adapters, environments, sel.environments)
@@ -186,7 +205,7 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
     orders = {p.name: _size_order(p) for p in problems}  # once per problem: the sort key runs once per cell
 
     def order_key(c: Cell):
-        return (c.adapter, c.dtype, c.device, c.environment, c.problem, c.operator, c.variant,
+        return (c.adapter, c.dtype, c.device, c.environment, c.devices, c.problem, c.operator, c.variant,
                 orders[c.problem][c.size])
 
     return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))

@@ -54,10 +54,14 @@ class WorkerInfo:
     startup_seconds: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)
     unavailable: str | None = None
+    devices: int = 1  # the device count its cells split across (Cell.devices); part of its worker group
+    device_setup: str = ""  # what the worker set up for them, e.g. "4 emulated host devices share … 2 cores"
     extra: dict[str, Any] = field(default_factory=dict)  # fields from another adcompare version, kept as sent
 
     def to_json(self) -> dict[str, Any]:
         data = {"record": WORKER, **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}}
+        if self.devices == 1 and not self.device_setup:  # single-device worker records read as they did before
+            del data["devices"], data["device_setup"]
         return {**data, **self.extra}
 
     @classmethod

@@ -216,6 +216,12 @@ class _Point:
         fn = problem.bind(np, self.constants)
         return [(lambda w, b=b: fn(w, b)) for b in self.batch]
 
+    def batch_mean(self, problem: Problem) -> Function:
+        """The mean over the batch of the per-example f(w, bᵢ): what a data-parallel gradient differentiates,
+        whatever the device count (the average of the slices' means, slices of equal length)."""
+        examples = self.examples(problem)
+        return lambda w: sum(g(w) for g in examples) / len(examples)
+
 
 def _float64(value: Any) -> Any:
     array = np.asarray(value)
@@ -323,8 +329,9 @@ def _directions(shape: tuple[int, ...], salt: int) -> list[np.ndarray]:
 
 
 def _value(problem: Problem, pt: _Point, operator: str) -> Reference:
-    if spec(operator).per_example:  # not an operator today; kept exact if one appears
+    if spec(operator).per_example:  # pmap_value: the per-example values, one call per example
         value = np.stack([np.asarray(g(pt.x), dtype=np.float64) for g in pt.examples(problem)])
+        return Reference(value, "exact (per-example values by NumPy at float64, one example at a time)", 0.0)
     else:
         value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
     return Reference(value, "exact (value by NumPy at float64)", 0.0)
@@ -332,6 +339,8 @@ def _value(problem: Problem, pt: _Point, operator: str) -> Reference:
 
 def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
     op = spec(operator)
+    if op.data_parallel:  # pmap_grad: the whole batch's mean on one machine, never split (the same quantity)
+        return _batch_mean_gradient(problem, pt, budget)
     functions = pt.examples(problem) if op.per_example else [pt.function(problem)]
     x = pt.x
     differ, how = _choose(problem, functions[0], x)
@@ -376,6 +385,27 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would take "
                            f"~{full_cost:.2g} s > {budget:.2g} s of differencing)", worst, tuple(directions), cost,
                      rounding_error=rounding)
+
+
+def _batch_mean_gradient(problem: Problem, pt: _Point, budget: float) -> Reference:
+    """∇ of the batch's mean loss by differencing that mean in float64; directional past the budget."""
+    f, x, count = pt.batch_mean(problem), pt.x, len(pt.batch)
+    differ, how = _choose(problem, f, x)
+    price = seconds_per_evaluation(differ, f, x)
+    rounding = _rounding_error(problem, pt, "pmap_grad", differ, _directions(x.shape, salt=4))  # per example
+    what = f"gradient of the whole batch's mean over {count} examples (unsplit)"
+    full_cost = x.size * differ.evaluations(True) * price
+    if full_cost <= budget:
+        value, err = _jacobian(f, x, differ, estimate=True)
+        return Reference(value, f"{how}, {what}", err, cost=full_cost, rounding_error=rounding)
+    directions, worst = [], 0.0
+    vs = _directions(x.shape, salt=1)
+    for v in vs:
+        jv, err = differ.along(f, x, v, estimate=True)
+        worst = max(worst, err)
+        directions.append(Direction(expected=np.asarray(jv), right=v))
+    return Reference(None, f"directional: R·v vs ∇·v by {how}, {what}, for {len(vs)} seeded v", worst,
+                     tuple(directions), len(vs) * differ.evaluations(True) * price, rounding_error=rounding)
 
 
 def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:

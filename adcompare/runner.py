@@ -1,4 +1,5 @@
-"""Runs a plan (plan.py) through one worker process per `Cell.worker_group` (adapter, dtype, device, environment).
+"""Runs a plan (plan.py) through one worker process per `Cell.worker_group` (adapter, dtype, device, environment,
+device count).
 
 Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
 `Cell.family` are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run
@@ -80,7 +81,7 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
         adapter = registry.adapters.get(first.adapter)
         worker = WorkerProcess(first.adapter, first.dtype, first.device, options.threads, registry.plugins,
                                cache_dir, interpreter=options.interpreters.get(first.environment),
-                               inputs=registry.inputs, seed=registry.seed)
+                               inputs=registry.inputs, seed=registry.seed, devices=first.devices)
         with worker:
             for m in _run_group(worker, cells, options, on_worker, progress):
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report

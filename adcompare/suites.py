@@ -34,10 +34,13 @@ class SuiteEntry:
     float64_at: tuple[str, ...] | None = None  # sizes at which float64 runs (None: every size)
     sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
     others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
+    devices: tuple[int, ...] = (1,)  # device counts of its data-parallel cells unless --devices names them
 
-    def allows(self, cell: Cell, size: Size, slow: bool) -> bool:
+    def allows(self, cell: Cell, size: Size, slow: bool, devices_chosen: bool = False) -> bool:
         label = size.dims_label  # a seeded size matches its dimensions; a file-fed one (size.source) every entry size
         if cell.problem != self.problem or not (size.source or label in self.sizes):
+            return False
+        if not devices_chosen and cell.devices not in self.devices:
             return False
         if self.operators is not None and cell.operator not in self.operators:
             return False
@@ -75,6 +78,8 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("control_loop_static", ("n100",), ("grad",)),
     SuiteEntry("selu", ("n100",), ("value",)),
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
+    # Seed 004's pmap: the MLP's mean-loss gradient with its batch of 16 split across 1, 2 and 4 devices.
+    SuiteEntry("mlp_loss", ("B16-h16",), ("pmap_grad",), devices=(1, 2, 4)),
 )
 
 # The full suite: every built-in problem at three or more sizes spanning two decades or more (every size where it
@@ -128,6 +133,10 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev")),
     _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("value", "jvp", "vjp", "vmap_grad")),
     _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64"), ("jacfwd", "jacrev", "vmap_jacfwd", "vmap_jacrev")),
+    # Seed 004's pmap: the data-parallel gradient over 1, 2 and 4 devices, the per-example values on one.
+    _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("pmap_grad",), devices=(1, 2, 4)),
+    _full("mlp_loss", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("pmap_value",)),
+    _full("mlp_predict", ("B16-h4", "B16-h16", "B16-h64", "B16-h256"), ("pmap_value",)),
     _full("gmm", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),
     _full("gmm", ("d2-K5-n1000", "d10-K5-n1000"), WIDE),
     _full("gmm_posterior", ("d2-K5-n1000", "d10-K5-n1000", "d10-K50-n1000"), SCALAR),
@@ -183,13 +192,22 @@ SUITES = tuple(SUITE_SUMMARIES)
 SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtypes; `full`: every dtype
 
 
-def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool) -> bool:
-    """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants)."""
+def suite_devices(suite: str) -> tuple[int, ...]:
+    """Every device count some entry of `suite` runs (the counts planned when --devices is not given)."""
+    entries = {"full": FULL, "adbench": ADBENCH}.get(suite, QUICK)
+    return tuple(sorted({d for e in entries for d in e.devices}))
+
+
+def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool, builtin: bool,
+           devices_chosen: bool = False) -> bool:
+    """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants; `devices_chosen`:
+    --devices named the device counts, which then hold for every entry)."""
     if size.source and suite != "adbench":
-        return True
+        return devices_chosen or cell.devices == 1
     if suite == "adbench":
-        return any(e.allows(cell, size, slow) for e in ADBENCH)
+        return any(e.allows(cell, size, slow, devices_chosen) for e in ADBENCH)
     entries = [e for e in (FULL if suite == "full" else QUICK) if e.problem == cell.problem]
     if not entries:  # a plugin's problem: every size in `full`, the smallest in `quick`
-        return not builtin and (suite == "full" or size.label == smallest_size and not slow)
-    return any(e.allows(cell, size, slow) for e in entries)
+        return not builtin and (suite == "full" or size.label == smallest_size and not slow) \
+            and (devices_chosen or cell.devices == 1)
+    return any(e.allows(cell, size, slow, devices_chosen) for e in entries)

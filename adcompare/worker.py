@@ -7,6 +7,10 @@ frameworks print to stdout and stderr. The first record describes the worker (st
 The messages are protocol.py's.
 
     python -m adcompare.worker --adapter jax --dtype float64 --device cpu --threads 2 --result-fd 3 [--plugin P]
+                               [--devices 4]
+
+`--devices D` (D > 1, data-parallel cells only) sets up D emulated host devices on the CPU before the framework is
+imported (`Adapter.emulate_host_devices`); each data-parallel cell records what was set up under `device_setup`.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from . import plugins
 from .execution import ExecutionOptions, describe_exception, run_cell
 from .input_files import with_inputs
 from .measurement import Measurement
+from .operators import data_parallel
 from .protocol import CellRecord, Request, WorkerInfo, send
 from .status import Status
 
@@ -45,6 +50,17 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+def _devices_present(adapter, device: str) -> str:
+    """What a worker without emulation offers its data-parallel cells, in words."""
+    try:
+        most = adapter.max_devices(device)
+    except Exception as exc:  # the count is provenance: a framework that cannot say it still runs its cells
+        return f"device count unknown ({describe_exception(exc)})"
+    if device == "cpu":
+        return f"{most} host device{'s' if most != 1 else ''}, no emulation (this machine's {os.cpu_count()} cores)"
+    return f"{most} {device} device{'s' if most != 1 else ''} present"
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     die_with_parent()
@@ -57,20 +73,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plugin", action="append", default=[])
     parser.add_argument("--inputs", action="append", default=[])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--devices", type=int, default=1)
     args = parser.parse_args(argv)
     out = os.fdopen(args.result_fd, "w")
 
     registry = with_inputs(plugins.load(tuple(args.plugin)), args.inputs, args.seed)
     adapter = registry.adapter(args.adapter)
     unavailable = None
+    device_setup = ""
     try:
+        if args.devices > 1 and args.device == "cpu":  # before setup: the framework reads it at import
+            device_setup = adapter.emulate_host_devices(args.devices)
         adapter.setup(dtype=args.dtype, device=args.device, threads=args.threads)
         unavailable = adapter.device_unavailable(args.device)
         device_name = args.device if unavailable else adapter.device_name(args.device)
     except Exception as exc:
         unavailable, device_name = f"{adapter.name} failed to start: {describe_exception(exc)}", args.device
+    if args.devices > 1 and not unavailable and not device_setup:
+        device_setup = _devices_present(adapter, args.device)
     send(out, WorkerInfo(adapter.name, args.dtype, args.device, device_name, args.threads, os.getpid(),
-                         time.perf_counter() - started, adapter.versions(), unavailable))
+                         time.perf_counter() - started, adapter.versions(), unavailable,
+                         devices=args.devices, device_setup=device_setup))
 
     for line in sys.stdin:
         if not line.strip():
@@ -92,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # a bug outside the framework call still yields a record, not a dead worker
             measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
         measurement = replace(measurement, device_name=measurement.device_name or device_name)
+        if data_parallel(cell.operator) and measurement.status is not Status.UNSUPPORTED:
+            setup = device_setup or f"one {args.device} device: the batch is not split"
+            measurement = replace(measurement, details={**measurement.details, "device_setup": setup})
         restart = adapter.unusable_after_failure(args.device) if measurement.status is Status.FAILED else None
         send(out, CellRecord(measurement, restart))
         if restart:

@@ -71,6 +71,7 @@ class WorkerProcess:
     seed: int = 0
     startup_timeout: float = 300.0
     interpreter: str | None = None  # the environment's Python (environments.py); None: this interpreter
+    devices: int = 1  # devices its cells split across (Cell.devices): the worker sets them up at start
     info: WorkerInfo | None = None  # the worker's first record
     starts: int = 0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -101,6 +102,8 @@ class WorkerProcess:
             cmd += ["--inputs", path]
         if self.seed:
             cmd += ["--seed", str(self.seed)]
+        if self.devices != 1:
+            cmd += ["--devices", str(self.devices)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
                                       pass_fds=(write_fd,), env=env,
                                       start_new_session=True)
@@ -111,7 +114,8 @@ class WorkerProcess:
         if record is None or record.get("record") != WORKER:
             why = self._death_reason()
             self.close()
-            raise RuntimeError(f"worker for {self.adapter}/{self.dtype}/{self.device} failed to start: {why}")
+            where = "" if self.devices == 1 else f" on {self.devices} devices"
+            raise RuntimeError(f"worker for {self.adapter}/{self.dtype}/{self.device}{where} failed to start: {why}")
         self.info = WorkerInfo.from_json(record)
         return self.info
 

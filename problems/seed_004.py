@@ -1,7 +1,9 @@
 """Seed 004 (Alex Minnaar, "Google JAX Overview"): grad of tanh, the jitted selu, and a vmapped MLP `predict`.
 
 The article shows `jax.grad(jnp.tanh)`, `jax.jit(selu)` (kernel fusion of an element-wise chain) and
-`vmap(predict, in_axes=(None, 0))` for an MLP with tanh layers applied to a batch of inputs.
+`vmap(predict, in_axes=(None, 0))` for an MLP with tanh layers applied to a batch of inputs, and `pmap`, which
+runs one function on several devices, one slice of the input each: the data-parallel operators of mlp_predict
+(pmap_value) and mlp_loss (pmap_value, pmap_grad).
 """
 from __future__ import annotations
 
@@ -86,7 +88,7 @@ def _mlp_params(rng, h):
     wrt="params",
     batch="X",
     tags=("per-example", "wide"),
-    operators=("value", "jvp", "vjp", "vmap_jacfwd", "vmap_jacrev"),
+    operators=("value", "jvp", "vjp", "vmap_jacfwd", "vmap_jacrev", "pmap_value"),
     complex_step_safe=True,
 )
 def mlp_predict(params, X, /, *, xp):
@@ -109,7 +111,7 @@ def _(rng, B, h):
     wrt="params",
     batch="data",
     tags=("per-example", "wide"),
-    operators=("value", "vjp", "vmap_grad"),
+    operators=("value", "vjp", "vmap_grad", "pmap_value", "pmap_grad"),
     complex_step_safe=True,
 )
 def mlp_loss(params, data, /, *, xp):
@@ -117,6 +119,8 @@ def mlp_loss(params, data, /, *, xp):
 
     vmap_grad gives the per-example gradients (B, 3, h, h + 1), the workload of per-example clipping
     (DP-SGD); it extends the article's vmapped `predict` with a loss so there is a scalar per example.
+    pmap_grad is the article's `pmap` as data-parallel training uses it: the batch (B = 16 or 128, divisible by
+    1, 2, 4 and 8) split across D devices, each device's gradient of its slice's mean loss, averaged across them.
     """
     h = params.shape[1]
     r = _predict(params, data[..., :h], xp) - data[..., h:]
