@@ -24,9 +24,16 @@ def _one_line(exc: BaseException) -> str:
 
 
 def file_size(problem: Problem, path: str) -> Size:
-    """The size `problem` reads from `path`; ValueError (the reader's reason) when the file is not its input."""
+    """The size `problem` reads from `path`; ValueError (the reader's reason) when the file is not its input.
+
+    Only the file's header is read where the problem registers a header reader: planning builds no inputs (ba20's
+    header names 28,987,644 observations in 188 bytes). A body that does not match its header fails the cells
+    that read it, in the worker, with the reader's message naming the file."""
     sha = file_sha256(path)
-    dims, _ = read_input_file(problem, path, sha)
+    if problem.header_reader is not None:
+        dims = problem.header_reader(path)
+    else:
+        dims, _ = read_input_file(problem, path, sha)
     declared = [name for name, _ in problem.sizes[0].dims]
     if sorted(dims) != sorted(declared):
         raise ValueError(f"the reader gave dimensions {sorted(dims)}, expected {declared}")

@@ -82,6 +82,7 @@ class Problem:
     generator: Callable[..., Mapping[str, np.ndarray]]
     tags: tuple[str, ...] = ()
     reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]] | None = None  # input files
+    header_reader: Callable[[str], dict[str, int]] | None = None  # a file's dims without its body, for planning
     description: str = ""
     operators: tuple[str, ...] | None = None  # None: every operator the output shape admits
     complex_step_safe: bool = False
@@ -185,6 +186,7 @@ class ProblemDefinition:
         self.generator: Callable[..., Mapping[str, np.ndarray]] | None = None
         self.shape_function: Callable[..., Shapes] | None = None
         self.reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]] | None = None
+        self.header_reader: Callable[[str], dict[str, int]] | None = None
         self.__doc__ = function.__doc__
         self.__name__ = options["name"]
         self.__wrapped__ = function
@@ -232,6 +234,13 @@ class ProblemDefinition:
         self.reader = reader
         return reader
 
+    def reads_header(self, header_reader: Callable[[str], dict[str, int]]):
+        """Register `(path) -> dims`, the dimensions from an input file's header alone: planning sizes a file-fed
+        cell with it, so a file whose inputs are large (ADBench's ba20 replicates one row 28,987,644 times) is not
+        built until a worker runs it. Without one, planning calls the full reader."""
+        self.header_reader = header_reader
+        return header_reader
+
     def build(self) -> Problem:
         name = self.__name__
         if self.generator is None:
@@ -248,6 +257,7 @@ class ProblemDefinition:
             generator=self.generator,
             tags=o["tags"],
             reader=self.reader,
+            header_reader=self.header_reader,
             description=inspect.cleandoc(self.function.__doc__ or ""),
             operators=o["operators"],
             complex_step_safe=o["complex_step_safe"],

@@ -20,7 +20,9 @@ with the row all of ADBench's files hold, so those inputs do not depend on the s
 (what tests and quick checks run), n5-m50-p300 and n10-m200-p3000 (the full suite's scaling) deliberately differ: a seeded scene of distinct cameras, points, weights and
 features, well conditioned in float32 — ADBench's row (pixel-scale focal length and features) gives float32
 Jacobians ~1.5e-4 off in relative terms, above the float32 tolerance, and identical rows test less. `--inputs`
-reads ADBench's files (GradBench's `ba` eval reads the same files).
+reads ADBench's files and GradBench's `ba` inputs as JSON (its evals/ba/run.py sends the same numbers as
+{n, m, p, cam, x, w, feat}). Sizes come from each file's header, not its name: ba20's name says p = 2,987,644,
+its header (which ADBench's and GradBench's readers use) 28,987,644. Planning reads the header only.
 
 Jacobian sparsity: with all parameters θ = [cams (11n) | X (3m) | w (p)], the 3p × (11n + 3m + p) Jacobian has, in
 the three rows of observation i, non-zeros only in the 11 columns of camera i mod n, the 3 columns of point i mod m
@@ -28,6 +30,8 @@ and the column of wᵢ (w_errᵢ depends on wᵢ alone): 15 of 11n + 3m + p colu
 p dense 3 × 15 blocks.
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -47,7 +51,7 @@ ADBENCH_SIZES = (
     (539, 65220, 277273), (93, 61203, 287451), (88, 64298, 383937), (810, 88814, 393775), (1197, 126327, 563734),
     (1723, 156502, 678718), (253, 163691, 899155), (245, 198739, 1091386), (356, 226730, 1255268),
     (1102, 780462, 4052340), (1544, 942409, 4750193), (1778, 993923, 5001946), (1936, 649673, 5213733),
-    (4585, 1324582, 9125125), (13682, 4456117, 2987644))  # ba1 … ba20 as (n, m, p)
+    (4585, 1324582, 9125125), (13682, 4456117, 28987644))  # ba1 … ba20 as (n, m, p), from each file's header
 BA_SIZES = [dict(n=3, m=10, p=30), dict(n=5, m=50, p=300), dict(n=10, m=200, p=3000)] + [dict(n=n, m=m, p=p) for n, m, p in ADBENCH_SIZES]
 
 
@@ -144,17 +148,67 @@ def _(rng, n, m, p):
     return {"delta": np.zeros(BLOCK), "observations": rows}
 
 
+GRADBENCH_KEYS = ("n", "m", "p", "cam", "x", "w", "feat")  # GradBench's evals/ba/run.py `parse` of an ADBench file
+
+
+def _gradbench_json(path: str) -> dict | None:
+    """GradBench's ba input as JSON (n, m, p, cam, x, w, feat: ADBench's file as its evals/ba/run.py sends it), or
+    None when the file is not JSON."""
+    with open(path, encoding="utf-8") as f:
+        if not f.read(64).lstrip().startswith("{"):
+            return None
+    data = json.loads(open(path, encoding="utf-8").read())
+    if not isinstance(data, dict) or not set(GRADBENCH_KEYS) <= set(data):
+        raise ValueError(f"{path}: not GradBench's ba input (a JSON object with {', '.join(GRADBENCH_KEYS)})")
+    return data
+
+
+def _first_lines(f) -> tuple[list[str], list[str]]:
+    """The first two non-blank lines of an open text file, split into words (ADBench's files have blank lines)."""
+    lines = []
+    for line in f:
+        if line.strip():
+            lines.append(line.split())
+            if len(lines) == 2:
+                break
+    return (lines + [[], []])[0], (lines + [[], []])[1]
+
+
+@bundle_adjustment.reads_header
+def read_header(path):
+    """`n m p`: the first line of ADBench's text format (the body is not read), or GradBench's JSON's n, m, p."""
+    data = _gradbench_json(path)
+    if data is not None:
+        return {k: int(data[k]) for k in ("n", "m", "p")}
+    with open(path, encoding="utf-8") as f:  # `n m p` and the camera's 11 numbers tell it from GMM's and LSTM's
+        first, second = _first_lines(f)
+    if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != CAMERA_PARAMS:
+        raise ValueError(f"not ADBench's BA format (first line `n m p`; then one camera of 11 numbers, one "
+                         f"point of 3, one weight, one feature of 2) nor GradBench's ba input (JSON with "
+                         f"{', '.join(GRADBENCH_KEYS)})")
+    return dict(zip(("n", "m", "p"), (int(v) for v in first)))
+
+
 @bundle_adjustment.reads
 def read_adbench(path):
-    """ADBench's text format: `n m p`, then one camera (11 numbers), one point (3), one weight, one feature (2)."""
-    lines = [line.split() for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
-    counts = [3, CAMERA_PARAMS, 3, 1, 2]
-    if [len(line) for line in lines] != counts:
-        raise ValueError(f"not ADBench's BA format (lines of {counts} numbers: n m p, camera, point, weight, "
-                         f"feature); found lines of {[len(line) for line in lines][:8]} numbers")
-    n, m, p = (int(v) for v in lines[0])
-    camera, point, weight, feature = ([float(v) for v in line] for line in lines[1:])
-    rows = gather(*replicate(camera, point, weight[0], feature, n, m, p))
+    """ADBench's text format: `n m p`, then one camera (11 numbers), one point (3), one weight, one feature (2); or
+    GradBench's JSON of the same numbers."""
+    data = _gradbench_json(path)
+    if data is None:
+        lines = [line.split() for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
+        counts = [3, CAMERA_PARAMS, 3, 1, 2]
+        if [len(line) for line in lines] != counts:
+            raise ValueError(f"{path}: not ADBench's BA format (lines of {counts} numbers: n m p, camera, point, "
+                             f"weight, feature); found lines of {[len(line) for line in lines][:8]} numbers")
+        n, m, p = (int(v) for v in lines[0])
+        camera, point, weight, feature = ([float(v) for v in line] for line in lines[1:])
+        weight = weight[0]
+    else:
+        n, m, p = (int(data[k]) for k in ("n", "m", "p"))
+        camera, point, weight, feature = data["cam"], data["x"], float(data["w"]), data["feat"]
+        if (len(camera), len(point), len(feature)) != (CAMERA_PARAMS, 3, 2):
+            raise ValueError(f"{path}: GradBench's ba input needs cam of 11 numbers, x of 3 and feat of 2")
+    rows = gather(*replicate(camera, point, weight, feature, n, m, p))
     return {"n": n, "m": m, "p": p}, {"delta": np.zeros(BLOCK), "observations": rows}
 
 

@@ -8,8 +8,12 @@
   flipped (GradBench's fix of ADBench's sign error); it differs from `gmm` by 1–92% depending on the size.
 
 Both are differentiated w.r.t. all parameters (alphas, means, icf). Log-sum-exp is written with max/exp/log/sum;
-the log-gamma term depends on the sizes only and is computed with math.lgamma. γ = 1 and m = 0, as in every
-ADBench file and GradBench's defaults; an input file with other values is refused. Generators: `gmm` follows
+the log-gamma term depends on the sizes and the Wishart parameters only and is computed with math.lgamma. The
+Wishart parameters γ and m are GradBench's `--gamma` and `-m` options (defaults γ = 1, m = 0, as in every ADBench
+file and the generators here); an input file with other values passes them as the constant `wishart`
+(`[γ, m, C]`, C the log normaliser per component, computed in NumPy). Conventions: ADBench's text files are `gmm`'s
+inputs and GradBench's JSON inputs `gmm_posterior`'s; each refuses the other's format, so a GradBench file is
+never run through ADBench's objective (they differ by the prior's sign). Generators: `gmm` follows
 ADBench's data/gmm/gmm-data-gen.py (alphas, icf and x standard normal, means uniform on [0, 1)); `gmm_posterior`
 follows GradBench's evals/gmm/run.py `generate`, draw for draw (x, alpha, mu, q, l from one
 numpy.random.default_rng), so `--seed 31337`, GradBench's default seed, gives GradBench's inputs.
@@ -80,23 +84,33 @@ def log_likelihood(params, x, xp):
     return constant + xp.sum(logsumexp(inner, 0, xp)) - n * logsumexp(alphas, 0, xp)
 
 
-def adbench_wishart_term(params, d, xp):
+def wishart_constants(gamma: float, m: int, d: int) -> np.ndarray:
+    """[γ, m, C] with C = n′d(log γ − ½ log 2) − log Γ_d(n′/2), n′ = d + m + 1: the constant `wishart` an input
+    file with GradBench's -m/--gamma passes (C needs lgamma, which the Array API lacks, so NumPy computes it)."""
+    n_prime = d + m + 1
+    return np.array([gamma, m, n_prime * d * (math.log(gamma) - 0.5 * math.log(2))
+                     - log_gamma_distrib(0.5 * n_prime, d)])
+
+
+def adbench_wishart_term(params, d, xp, wishart=None):
     """ADBench's Σₖ [½γ²(‖exp(qₖ)‖² + ‖lₖ‖²) − m Σ qₖ] − K C, C = n′d(log γ − ½ log 2) − log Γ_d(n′/2),
     n′ = d + m + 1: minus the log Wishart density of the precision matrices (gmm.h, log_wishart_prior, which
-    ADBench adds to the log-likelihood)."""
+    ADBench adds to the log-likelihood). `wishart` = [γ, m, C] (see wishart_constants); None: γ = 1, m = 0."""
     K = params.shape[0]
     q = params[:, 1 + d:1 + 2 * d]
     off = params[:, 1 + 2 * d:]
     qdiag = xp.exp(q)
-    n_prime = d + WISHART_M + 1
-    c = n_prime * d * (math.log(WISHART_GAMMA) - 0.5 * math.log(2)) - log_gamma_distrib(0.5 * n_prime, d)
-    return xp.sum(0.5 * WISHART_GAMMA**2 * (xp.sum(qdiag * qdiag, axis=1) + xp.sum(off * off, axis=1))
-                  - WISHART_M * xp.sum(q, axis=1)) - K * c
+    squares = xp.sum(qdiag * qdiag, axis=1) + xp.sum(off * off, axis=1)
+    if wishart is None:  # the defaults as Python numbers: generated cells carry no extra constant
+        gamma, m, c = WISHART_GAMMA, WISHART_M, float(wishart_constants(WISHART_GAMMA, WISHART_M, d)[2])
+    else:
+        gamma, m, c = wishart[0], wishart[1], wishart[2]
+    return xp.sum(0.5 * gamma * gamma * squares - m * xp.sum(q, axis=1)) - K * c
 
 
 @problem(sizes=GMM_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp", "hvp"))
-def gmm(params, /, *, x, xp):
+def gmm(params, /, *, x, xp, wishart=None):
     """ADBench's GMM objective (gmm.h; GradBench's log posterior is gmm_posterior): R^(K(1+d+d(d+1)/2)) → R.
 
     params (K, 1 + d + d(d+1)/2) holds, per component k, [αₖ | μₖ (d) | qₖ (d) | lₖ (d(d−1)/2)] (ADBench's
@@ -106,12 +120,12 @@ def gmm(params, /, *, x, xp):
         f = −(nd/2) log 2π + Σᵢ logsumexpₖ(αₖ + Σ qₖ − ½‖Qₖ(xᵢ − μₖ)‖²) − n logsumexp(α)
             + Σₖ [½γ²(‖exp(qₖ)‖² + ‖lₖ‖²) − m Σ qₖ] − K [n′d(log γ − ½ log 2) − log Γ_d(n′/2)],  n′ = d + m + 1
 
-    with γ = 1, m = 0. The Wishart term's sign is ADBench's (gmm.h and every ADBench tool; ADBench's tests give
+    with γ = 1, m = 0 unless the file says otherwise. The Wishart term's sign is ADBench's (gmm.h and every ADBench tool; ADBench's tests give
     8.07380408004975791 on data/gmm/test.txt); GradBench's log posterior, which subtracts it, is `gmm_posterior`.
     Sizes: ADBench's grid d ∈ {2, 10, 20, 32, 64}, K ∈ {5, …, 200}, n ∈ {1,000, 10,000} (data/gmm/1k, 10k); the
     gradient has K(1 + d + d(d+1)/2) entries.
     """
-    return log_likelihood(params, x, xp) + adbench_wishart_term(params, x.shape[-1], xp)
+    return log_likelihood(params, x, xp) + adbench_wishart_term(params, x.shape[-1], xp, wishart)
 
 
 @gmm.inputs
@@ -134,7 +148,7 @@ def gmm_shapes(d, K, n):
 
 @problem(sizes=GRADBENCH_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
          operators=("value", "grad", "jvp", "vjp", "hvp"))
-def gmm_posterior(params, /, *, x, xp):
+def gmm_posterior(params, /, *, x, xp, wishart=None):
     """GradBench's GMM log posterior (evals/gmm/README.md; ADBench's prior sign flipped): R^(K(1+d+d(d+1)/2)) → R.
 
     Same parameters and likelihood as `gmm`; the prior is the log Wishart density of the precision matrices QₖᵀQₖ
@@ -143,11 +157,12 @@ def gmm_posterior(params, /, *, x, xp):
         f = −(nd/2) log 2π + Σᵢ logsumexpₖ(αₖ + Σ qₖ − ½‖Qₖ(xᵢ − μₖ)‖²) − n logsumexp(α)
             − Σₖ [½γ²‖Qₖ‖²_F − m Σ qₖ] + K [n′d log(γ/√2) − log Γ_d(n′/2)]
 
-    with γ = 1, m = 0: ADBench's objective with its Wishart term's sign flipped. Sizes: GradBench's default grid
+    with γ = 1, m = 0 unless the input file says otherwise (GradBench's -m/--gamma): ADBench's objective with its
+    Wishart term's sign flipped. Sizes: GradBench's default grid
     d ∈ {2, 10, 20, 32, 64}, K ∈ {5, 10, 25, 50, 100}, n = 1,000; inputs are GradBench's recipe (`--seed 31337`
     reproduces GradBench's own).
     """
-    return log_likelihood(params, x, xp) - adbench_wishart_term(params, x.shape[-1], xp)
+    return log_likelihood(params, x, xp) - adbench_wishart_term(params, x.shape[-1], xp, wishart)
 
 
 @gmm_posterior.inputs
@@ -164,55 +179,94 @@ def _(rng, d, K, n):
 gmm_posterior.shapes(gmm_shapes)
 
 
-def _wishart(gamma: float, m: int, path: str) -> None:
-    if gamma != WISHART_GAMMA or m != WISHART_M:
-        raise ValueError(f"Wishart parameters γ = {gamma:g}, m = {m} in {path}; adcompare's GMM fixes γ = 1, m = 0 "
-                         f"(ADBench's and GradBench's values)")
+def _wishart(gamma: float, m: int, d: int) -> dict[str, np.ndarray]:
+    """The `wishart` constant for a file's γ and m ({} at the defaults, so the cell is the generated one's)."""
+    if gamma <= 0 or m < 0:
+        raise ValueError(f"Wishart parameters γ = {gamma:g}, m = {m}: γ must be above 0 and m at least 0")
+    return {} if (gamma, m) == (WISHART_GAMMA, WISHART_M) else {"wishart": wishart_constants(gamma, m, d)}
+
+
+def _is_json(path: str) -> bool:
+    with open(path, encoding="utf-8") as f:
+        return f.read(64).lstrip().startswith("{")
+
+
+def _first_lines(f) -> tuple[list[str], list[str]]:
+    """The first two non-blank lines of an open text file, split into words (ADBench's files have blank lines)."""
+    lines = []
+    for line in f:
+        if line.strip():
+            lines.append(line.split())
+            if len(lines) == 2:
+                break
+    return (lines + [[], []])[0], (lines + [[], []])[1]
+
+
+def _adbench_header(path: str) -> dict[str, int]:
+    """`d K n` from the first line of ADBench's text format; GradBench's JSON is refused (another convention)."""
+    if _is_json(path):
+        raise ValueError(f"GradBench's gmm input (JSON), whose objective is the log posterior: it is "
+                         f"gmm_posterior's input, not gmm's (ADBench's objective adds the Wishart term); use "
+                         f"--problem gmm_posterior")
+    with open(path, encoding="utf-8") as f:  # `d K n` and one alpha tell it from BA's and LSTM's
+        first, second = _first_lines(f)
+    if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 1:
+        raise ValueError(f"not ADBench's GMM format (first line `d K n`, then K lines of one alpha)")
+    d, K, n = (int(v) for v in first)
+    return {"d": d, "K": K, "n": n}
 
 
 def _read_adbench(path: str):
     """ADBench's format (src/python/shared/input_utils.py, read_gmm_instance): `d K n`, K alphas, K means, K icf
     rows, n points (or one point, replicated n times, as in data/gmm/2.5M), then `γ m`."""
+    dims = _adbench_header(path)
+    d, K, n = dims["d"], dims["K"], dims["n"]
     lines = [line.split() for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
-    if not lines or len(lines[0]) != 3:
-        raise ValueError("not ADBench's GMM format (first line `d K n`)")
-    d, K, n = (int(v) for v in lines[0])
     points = len(lines) - 2 - 3 * K
     widths = [1] * K + [d] * K + [d * (d + 1) // 2] * K
     if points not in (1, n) or [len(v) for v in lines[1:1 + 3 * K]] != widths or any(
             len(v) != d for v in lines[1 + 3 * K:-1]) or len(lines[-1]) != 2:
-        raise ValueError(f"not ADBench's GMM format for d={d}, K={K}, n={n} (K alphas, K means of d, K icf rows of "
-                         f"d(d+1)/2, n points of d, then `γ m`)")
+        raise ValueError(f"{path}: not ADBench's GMM format for d={d}, K={K}, n={n} (K alphas, K means of d, K icf "
+                         f"rows of d(d+1)/2, n points of d, then `γ m`); the body does not match its header")
     rows = np.array([[float(v) for v in line] for line in lines[1 + 2 * K:1 + 3 * K]])
     alphas = np.array([[float(v[0])] for v in lines[1:1 + K]])
     means = np.array([[float(v) for v in line] for line in lines[1 + K:1 + 2 * K]])
     x = np.array([[float(v) for v in line] for line in lines[1 + 3 * K:-1]])
-    _wishart(float(lines[-1][0]), int(lines[-1][1]), path)
-    return {"d": d, "K": K, "n": n}, {"params": np.concatenate([alphas, means, rows], axis=1),
-                                      "x": np.tile(x, (n, 1)) if points == 1 else x}
+    return dims, {"params": np.concatenate([alphas, means, rows], axis=1),
+                  "x": np.tile(x, (n, 1)) if points == 1 else x,
+                  **_wishart(float(lines[-1][0]), int(lines[-1][1]), d)}
+
+
+def _gradbench_json(path: str) -> dict:
+    """GradBench's gmm input as JSON (the `input` its evals/gmm/run.py sends); ADBench's text is refused."""
+    if not _is_json(path):
+        raise ValueError(f"not GradBench's gmm input (JSON); an ADBench text file follows ADBench's "
+                         f"objective: it is gmm's input, not gmm_posterior's; use --problem gmm")
+    data = json.loads(open(path, encoding="utf-8").read())
+    if not isinstance(data, dict) or not {"d", "k", "n", "x", "alpha", "mu", "q", "l"} <= set(data):
+        raise ValueError(f"{path}: not GradBench's gmm input (a JSON object with d, k, n, x, m, gamma, alpha, mu, q, "
+                         f"l)")
+    return data
+
+
+def _gradbench_header(path: str) -> dict[str, int]:
+    data = _gradbench_json(path)  # JSON has no header: parsed, but no arrays built
+    return {"d": int(data["d"]), "K": int(data["k"]), "n": int(data["n"])}
 
 
 def _read_gradbench(path: str):
-    """GradBench's gmm input as JSON (the `input` its evals/gmm/run.py sends): d, k, n, x, m, gamma, alpha, mu, q,
-    l."""
-    data = json.loads(open(path, encoding="utf-8").read())
-    if not isinstance(data, dict) or not {"d", "k", "n", "x", "alpha", "mu", "q", "l"} <= set(data):
-        raise ValueError("not GradBench's gmm input (a JSON object with d, k, n, x, m, gamma, alpha, mu, q, l)")
+    """GradBench's gmm input as JSON: d, k, n, x, m, gamma, alpha, mu, q, l (m and γ default to 0 and 1)."""
+    data = _gradbench_json(path)
     d, K, n = int(data["d"]), int(data["k"]), int(data["n"])
-    _wishart(float(data.get("gamma", 1.0)), int(data.get("m", 0)), path)
     parts = [np.reshape(np.asarray(data["alpha"], float), (K, 1)), np.reshape(np.asarray(data["mu"], float), (K, d)),
              np.reshape(np.asarray(data["q"], float), (K, d)),
              np.reshape(np.asarray(data["l"], float), (K, d * (d - 1) // 2))]
     return {"d": d, "K": K, "n": n}, {"params": np.concatenate(parts, axis=1),
-                                      "x": np.reshape(np.asarray(data["x"], float), (n, d))}
+                                      "x": np.reshape(np.asarray(data["x"], float), (n, d)),
+                                      **_wishart(float(data.get("gamma", 1.0)), int(data.get("m", 0)), d)}
 
 
-def read_gmm_file(path: str):
-    """An ADBench text file or a GradBench JSON input (by the first non-blank character)."""
-    with open(path, encoding="utf-8") as f:
-        head = f.read(64).lstrip()
-    return _read_gradbench(path) if head.startswith("{") else _read_adbench(path)
-
-
-gmm.reads(read_gmm_file)
-gmm_posterior.reads(read_gmm_file)
+gmm.reads(_read_adbench)
+gmm.reads_header(_adbench_header)
+gmm_posterior.reads(_read_gradbench)
+gmm_posterior.reads_header(_gradbench_header)

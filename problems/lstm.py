@@ -128,8 +128,8 @@ def _matrices(path: str):
     l, c, b = (int(v) for v in lines[0])
     shapes = [(2 * l, 4 * b), (3, b), (2 * l, b), (c, b)]
     if [len(v) for v in lines[1:]] != [cols for rows, cols in shapes for _ in range(rows)]:
-        raise ValueError(f"not ADBench's LSTM format for l={l}, c={c}, b={b} (main params 2l × 4b, extra params "
-                         f"3 × b, state 2l × b, sequence c × b)")
+        raise ValueError(f"{path}: not ADBench's LSTM format for l={l}, c={c}, b={b} (main params 2l × 4b, extra "
+                         f"params 3 × b, state 2l × b, sequence c × b); the body does not match its header")
     out, start = [], 1
     for rows, cols in shapes:
         out.append(np.array([[float(v) for v in line] for line in lines[start:start + rows]]))
@@ -147,6 +147,36 @@ def read_lstm_file(path):
                          f"sequence {sequence.shape}")
     return ({"l": l, "c": sequence.shape[0], "b": b},
             {"params": np.concatenate([main.reshape(8 * l, b), extra]), "state": state, "sequence": sequence})
+
+
+def _first_lines(f) -> tuple[list[str], list[str]]:
+    """The first two non-blank lines of an open text file, split into words (ADBench's files have blank lines)."""
+    lines = []
+    for line in f:
+        if line.strip():
+            lines.append(line.split())
+            if len(lines) == 2:
+                break
+    return (lines + [[], []])[0], (lines + [[], []])[1]
+
+
+@lstm.reads_header
+def read_lstm_header(path):
+    """`l c b` from the first line of ADBench's text format (the body is not read); GradBench's JSON has no header,
+    so its arrays' lengths are taken from the parsed JSON (no arrays built)."""
+    with open(path, encoding="utf-8") as f:
+        if f.read(64).lstrip().startswith("{"):
+            f.seek(0)
+            data = json.loads(f.read())
+            if not isinstance(data, dict) or not {"main_params", "extra_params", "state", "sequence"} <= set(data):
+                raise ValueError(f"{path}: not GradBench's lstm input (JSON with main_params, extra_params, state, "
+                                 f"sequence)")
+            return {"l": len(data["state"]) // 2, "c": len(data["sequence"]), "b": len(data["state"][0])}
+        f.seek(0)  # `l c b` and main params' 4b numbers tell it from BA's and GMM's
+        first, second = _first_lines(f)
+    if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 4 * int(first[2]):
+        raise ValueError(f"not ADBench's LSTM format (first line `l c b`, then 2l lines of 4b main params)")
+    return dict(zip(("l", "c", "b"), (int(v) for v in first)))
 
 
 @lstm.shapes
