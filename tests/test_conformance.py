@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from adcompare import Adapter, Capability, Prepared, plugins
+from adcompare import Prepared, plugins
 from adcompare.check import status_of
 from adcompare.errors import UnsupportedOperation
 from adcompare.inputs import cell_inputs
@@ -78,29 +79,10 @@ class TestAutograd(AdapterConformance):
 
 # --- the suite's checks fail where they should ----------------------------------------------------------------
 
-class NumpyValue(Adapter):
-    """Value only, through NumPy: correct, and the base of the adapters broken on purpose below."""
-
-    name = "numpy-value"
-    distribution = "numpy"
-    module = "numpy"
-    variants = {"eager": "NumPy evaluation"}
-    devices = ("cpu",)
-
-    def namespace(self):
-        return np
-
-    def capability(self, operator, variant):
-        if operator == "value" and variant == "eager":
-            return Capability.native("NumPy evaluation")
-        return Capability.unsupported(f"numpy-value computes no {operator}")
-
-    def prepare(self, request):
-        f, w = request.problem.bind(np, request.inputs.constants), request.inputs.wrt
-        return Prepared(lambda: f(w))
-
-    def to_numpy(self, out):
-        return np.asarray(out)
+VERDICTS = str(Path(__file__).parent / "fixtures" / "plugins" / "verdicts.py")
+# Value only, through NumPy: correct, and the base of the adapters broken on purpose below (the plugin's class,
+# so the one-verdict test's worker runs the very adapter these tests subclass).
+NumpyValue = type(plugins.load((VERDICTS,)).adapter("numpy-value"))
 
 
 VALUE = Case("exp_dot_loss", "n10", "value", "eager")
@@ -210,59 +192,6 @@ def test_the_suites_class_scoped_fixtures_are_classmethods():
 
 # --- one verdict whichever path runs the cell (execution.first_call) ------------------------------------------
 
-VERDICT_PLUGIN = '''
-import numpy as np
-
-from adcompare import Adapter, Capability, Prepared, hookimpl, problem
-
-
-@problem(sizes=[3], wrt="x", operators=("value",))
-def log_of_negatives(x, /, *, xp):
-    """sum(log(x - 10)) on x in [0, 1): NaN through every namespace."""
-    return xp.sum(xp.log(x - 10.0))
-
-
-@log_of_negatives.inputs
-def _(rng, n):
-    return {"x": rng.uniform(0.0, 1.0, n)}
-
-
-class NumpyValue(Adapter):
-    name = "numpy-value"
-    distribution = "numpy"
-    module = "numpy"
-    variants = {"eager": "NumPy evaluation"}
-    devices = ("cpu",)
-
-    def namespace(self):
-        return np
-
-    def capability(self, operator, variant):
-        if operator == "value" and variant == "eager":
-            return Capability.native("NumPy evaluation")
-        return Capability.unsupported(f"{self.name} computes no {operator}")
-
-    def prepare(self, request):
-        f, w = request.problem.bind(np, dict(request.inputs.constants)), request.inputs.wrt
-        return Prepared(lambda: f(w))
-
-    def to_numpy(self, out):
-        return np.asarray(out)
-
-
-class Reshaped(NumpyValue):
-    """Right values, wrong shape: a scalar value returned as shape (1,)."""
-
-    name = "numpy-reshaped"
-
-    def to_numpy(self, out):
-        return np.atleast_1d(np.asarray(out))
-
-
-@hookimpl
-def adcompare_adapters():
-    return [NumpyValue(), Reshaped()]
-'''
 
 
 class BenchmarkRecorder:
@@ -276,19 +205,12 @@ class BenchmarkRecorder:
         function()
 
 
-@pytest.fixture(scope="module")
-def verdict_plugin(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("verdicts") / "verdict_adapters.py"
-    path.write_text(VERDICT_PLUGIN)
-    return str(path)
-
-
 @pytest.mark.parametrize("adapter_name, problem_name, status, says", [
     ("numpy-reshaped", "exp_dot_loss", Status.FAILED, "numpy-reshaped returned shape (1,) for value, expected ()"),
     ("numpy-value", "log_of_negatives", Status.NAN, "result contains NaN or Inf"),
     ("numpy-value", "exp_dot_loss", Status.OK, ""),
 ])
-def test_every_path_gives_the_same_verdict(verdict_plugin, adapter_name, problem_name, status, says):
+def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, says):
     """The worker (`adcompare run`), pytest-benchmark's path and the conformance suite share one first call: a
     wrong shape is failed and a NaN is nan in each (pytest-benchmark's path skipped both checks before)."""
     from adcompare import runner
@@ -298,7 +220,7 @@ def test_every_path_gives_the_same_verdict(verdict_plugin, adapter_name, problem
     from adcompare.plan import Plan
     from adcompare.timing import TimingPolicy
 
-    registry = plugins.load((verdict_plugin,))
+    registry = plugins.load((VERDICTS,))
     problem, adapter = registry.problem(problem_name), registry.adapter(adapter_name)
     size = problem.smallest_size.label
     cell = Cell(problem_name, size, "value", adapter_name, "eager", "cpu", "float64")
@@ -308,10 +230,10 @@ def test_every_path_gives_the_same_verdict(verdict_plugin, adapter_name, problem
     outcome = run_case(adapter, problem, Case(problem_name, size, "value", "eager"), "float64")
     bench = BenchmarkRecorder()
     if status is Status.OK:
-        benchmark_cell(cell, bench, (verdict_plugin,))
+        benchmark_cell(cell, bench, (VERDICTS,))
     else:
         with pytest.raises(pytest.fail.Exception, match=re.escape(f"{status.value}: {says}")):
-            benchmark_cell(cell, bench, (verdict_plugin,))
+            benchmark_cell(cell, bench, (VERDICTS,))
 
     assert in_worker.status is outcome.status is Status(bench.extra_info["status"]) is status
     assert in_worker.message == outcome.message == bench.extra_info.get("message", "") == says
