@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="per matching cell, the ratio of medians B/A with a 95%% interval",
                        epilog="exit 0: no regression; 1: with --fail-above, a cell is significantly slower by more "
-                              "than PCT; 2: unusable input (missing file, no timed cell in common)")
+                              "than PCT, or with --fail-on-shift, the whole run is; 2: unusable input (missing file, no timed cell in common)")
     p.add_argument("baseline")
     p.add_argument("candidate", nargs="?",
                    help="omit it to compare the environments of one run (--env) with each other")
@@ -189,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per cell, offending cells first")
     p.add_argument("--fail-above", type=float, metavar="PCT",
                    help="CI gate: exit 1 when any matching cell is significantly slower by more than PCT percent "
-                        "(bootstrap interval, Holm-corrected rank test, effect > PCT)")
+                        "(bootstrap interval, Holm-corrected rank test, effect > PCT; between rounds, for files "
+                        "timed with run --rounds: against the candidate run's shift as a whole)")
+    p.add_argument("--fail-on-shift", type=float, metavar="PCT",
+                   help="also exit 1 when the candidate run as a whole is slower than the baseline by more than "
+                        "PCT percent (the run-wide shift, its interval clear of PCT; off by default, because on a "
+                        "shared machine a whole-run shift is mostly load)")
     return parser
 
 

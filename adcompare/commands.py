@@ -14,7 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
     TimeRemainingColumn
 
 from . import display, environments, executors, plugins, provenance, runner, study
-from .comparison import WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions
+from .comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
+                         run_shifts)
 from .errors import UsageError
 from .expectations import expected_reason, labelled
 from .fingerprint import this_machine
@@ -306,6 +307,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
         raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
+    fail_on_shift = args.fail_on_shift
+    if fail_on_shift is not None and not 0 <= fail_on_shift < 1e6:
+        raise UsageError(f"--fail-on-shift {fail_on_shift}: give a percentage >= 0, e.g. --fail-on-shift 10")
     threshold = NOISE if args.fail_above is None else args.fail_above / 100
     if args.candidate is None:
         return _compare_environments(pair_environments(load([args.baseline]), args.baseline_environment,
@@ -315,13 +319,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
     offending = regressions(rows) if args.fail_above is not None else []
     rows = offending + [r for r in rows if r not in offending]
+    shifts = run_shifts(rows)
     if args.json:
         for r in rows:
             print(json.dumps({**r.to_json(), "regression": r in offending}))
     else:
         display.print_comparison(out, rows, offending, args.fail_above)
     _say_noise_model(rows)
-    return 1 if offending else 0
+    shifted = [s for s in shifts if fail_on_shift is not None and s.fails(fail_on_shift)]
+    for shift in shifts:  # on stderr beside the noise model, so --json's stdout stays one object per cell
+        display.print_run_shift(err, shift, fail_on_shift, shift in shifted)
+    return 1 if offending or shifted else 0
 
 
 def _say_noise_model(rows) -> None:

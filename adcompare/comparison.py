@@ -15,6 +15,15 @@ difference is real depends on what the files hold (`differences`):
   interval is beyond 1 ± threshold: every round of one side is slower than every round of the other by more
   than the threshold. No Holm correction: with a few rounds the bar is the effect clearing the spread, not a
   p-value, and it is the same bar for one cell as for a thousand.
+  **Against the run-wide shift** (`RunShift`): a run made while the shared machine was busier is slower in every
+  cell, CPU time included (measured here: 3–17 %), which no per-cell spread between rounds covers. So the cells
+  decided between rounds (per clock, ≥ MIN_SHIFT_CELLS of them) estimate the shift of the whole run — the median
+  over cells of candidate ÷ baseline, with the distribution-free interval of that median over cells — and each
+  cell is judged against it: a regression when every candidate round is slower than every baseline round *times
+  the shift* by more than the threshold. One slowed cell barely moves a median over dozens; a change that slows
+  every cell moves the shift instead, which `compare` prints on its own line and `--fail-on-shift PCT` gates.
+  Multiplying every candidate cell by a constant changes the shift, never a verdict. Across environments of one
+  run (`pair_environments`) nothing is excused: both sides ran interleaved under the same load.
 - otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
   per-block samples of one process (bootstrap interval, Holm-corrected rank test, effect threshold), the test
   the report ranks with; those cells form one family for Holm's correction. It sees within-run noise only, so
@@ -41,6 +50,7 @@ from .timing import median_interval
 
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
+MIN_SHIFT_CELLS = 10  # fewer cells than this and the shift would be a few cells' own ratios: not estimated
 BETWEEN_ROUNDS = "between rounds"
 CPU_CLOCK = "process CPU time"
 WALL_CLOCK = "wall, fastest block"
@@ -48,6 +58,45 @@ WITHIN_RUN = "within run"
 WITHIN_RUN_CAVEAT = ("compared on the blocks of one process per file (no `run --rounds`): this sees within-run "
                      "noise only, and two honest runs on a shared machine can differ by more; time both files "
                      "with `adcompare run --rounds 3` for a gate that holds there")
+
+
+@dataclass(frozen=True)
+class RunShift:
+    """How much slower the candidate run is than the baseline as a whole, on one clock: the median over cells of
+    candidate ÷ baseline (each cell's ratio of median rounds) with the distribution-free 95 % interval of that
+    median over the cells (timing.median_interval). Cells are judged against `ratio` when `applied`."""
+
+    ratio: float
+    low: float
+    high: float
+    cells: int
+    clock: str
+
+    @property
+    def applied(self) -> bool:
+        return self.cells >= MIN_SHIFT_CELLS
+
+    def describe(self) -> str:
+        if not self.applied:
+            return (f"run-wide shift not estimated: {self.cells} cell(s) on {self.clock} between rounds, fewer "
+                    f"than {MIN_SHIFT_CELLS}; cells are judged against the baseline alone")
+        return (f"the candidate run as a whole is ×{self.ratio:.3f} [{self.low:.3f}–{self.high:.3f}] the baseline "
+                f"over {self.cells} cells ({self.clock}): the machine's load or a change that slows every cell; "
+                f"cells are judged against it")
+
+    def fails(self, pct: float) -> bool:
+        """--fail-on-shift PCT: the whole run is slower by more than PCT, the interval clear of it."""
+        return self.applied and self.low > 1 + pct / 100
+
+    def to_json(self) -> dict:
+        return {"ratio": self.ratio, "low": self.low, "high": self.high, "cells": self.cells, "clock": self.clock,
+                "applied": self.applied}
+
+
+def run_shift(ratios: list[float], clock: str) -> RunShift:
+    """The shift of a run from its cells' candidate ÷ baseline ratios (see RunShift)."""
+    low, high = median_interval(ratios)
+    return RunShift(statistics.median(ratios), low, high, len(ratios), clock)
 
 
 @dataclass(frozen=True)
@@ -62,19 +111,29 @@ class RoundDifference:
     p_value: None = None  # no rank test: the rule is an effect clear of the spread
     p_holm: None = None
     noise_model: str = BETWEEN_ROUNDS
+    shift: RunShift | None = None  # the candidate run's shift on this clock; judged against it when applied
+
+    @property
+    def against(self) -> float:
+        """What the cell's ratio is judged against: the run's shift where one was estimated, else 1."""
+        return self.shift.ratio if self.shift is not None and self.shift.applied else 1.0
 
     @property
     def significant(self) -> bool:
-        r = self.ratio
-        return r.low > 1 + self.threshold or r.high < 1 / (1 + self.threshold)
+        r, s = self.ratio, self.against
+        return r.low / s > 1 + self.threshold or r.high / s < 1 / (1 + self.threshold)
 
     @property
     def reason(self) -> str:
         """Why a difference is not called significant (empty when it is)."""
         if self.significant:
             return ""
-        if self.ratio.clear:
-            return f"spread between rounds reaches within {self.threshold:.0%}"
+        r, s = self.ratio, self.against
+        if not (r.low / s <= 1.0 <= r.high / s):
+            return f"spread between rounds reaches within {self.threshold:.0%} of the run's shift" if s != 1.0 \
+                else f"spread between rounds reaches within {self.threshold:.0%}"
+        if r.clear:
+            return f"as the whole run (×{s:.3f})"
         return "rounds overlap"
 
 
@@ -103,17 +162,33 @@ def has_rounds(timing: Timing) -> bool:
     return _usable(timing.round_minima)
 
 
-def differences(matched: list[tuple[Measurement, Measurement]],
-                threshold: float) -> list[Difference | RoundDifference]:
-    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds, else the
-    within-run test, Holm-corrected over the pairs that use it."""
+def differences(matched: list[tuple[Measurement, Measurement]], threshold: float,
+                against_shift: bool = True) -> list[Difference | RoundDifference]:
+    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — judged against
+    the run-wide shift of its clock when `against_shift` — else the within-run test, Holm-corrected over the pairs
+    that use it."""
     by_rounds = [has_rounds(a.timing) and has_rounds(b.timing) for a, b in matched]
     within = [(a, b) for (a, b), r in zip(matched, by_rounds) if not r]
     boot = Bootstrap()
     judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
                           a.timing.samples, b.timing.samples) for a, b in within], threshold))
-    return [between_rounds(a.timing, b.timing, threshold, cpu=b.cell.device == "cpu") if r else next(judged)
-            for (a, b), r in zip(matched, by_rounds)]
+    rounds = [between_rounds(a.timing, b.timing, threshold, cpu=b.cell.device == "cpu") if r else None
+              for (a, b), r in zip(matched, by_rounds)]
+    if against_shift:
+        ratios: dict[str, list[float]] = defaultdict(list)
+        for d in rounds:
+            if d is not None:
+                ratios[d.clock].append(d.ratio.ratio)
+        shifts = {clock: run_shift(values, clock) for clock, values in ratios.items()}
+        rounds = [replace(d, shift=shifts[d.clock]) if d is not None else None for d in rounds]
+    return [d if d is not None else next(judged) for d in rounds]
+
+
+def run_shifts(rows: list[ComparisonRow]) -> list[RunShift]:
+    """The run-wide shifts the rows were judged against, one per clock (none for files without rounds)."""
+    found = {r.difference.shift.clock: r.difference.shift for r in rows
+             if isinstance(r.difference, RoundDifference) and r.difference.shift is not None}
+    return [found[clock] for clock in sorted(found)]
 
 
 @dataclass(frozen=True)
@@ -137,13 +212,23 @@ class ComparisonRow:
         return self.candidate / self.baseline
 
     @property
+    def against(self) -> float:
+        """The run-wide shift this row was judged against (1 where none: within run, or too few cells)."""
+        return self.difference.against if isinstance(self.difference, RoundDifference) else 1.0
+
+    @property
+    def relative_change(self) -> float:
+        """change ÷ the run's shift: how much slower this cell is than the run as a whole."""
+        return self.change / self.against
+
+    @property
     def verdict(self) -> str:
         d = self.difference
         if d.ratio is None:
             return "too few samples to tell"
         if not d.significant:
             return f"same ({d.reason})"
-        return "slower" if d.ratio.ratio > 1 else "faster"
+        return "slower" if d.ratio.ratio > self.against else "faster"
 
     def to_json(self) -> dict:
         r, d = self.ratio, self.difference
@@ -153,7 +238,9 @@ class ComparisonRow:
                 "p_holm": d.p_holm, "threshold": d.threshold, "significant": d.significant, "verdict": self.verdict,
                 "noise_model": self.noise_model,
                 "rounds": list(d.rounds) if isinstance(d, RoundDifference) else None,
-                "clock": d.clock if isinstance(d, RoundDifference) else "wall"}
+                "clock": d.clock if isinstance(d, RoundDifference) else "wall",
+                "shift": d.shift.to_json() if isinstance(d, RoundDifference) and d.shift else None,
+                "ratio_to_shift": self.relative_change}
 
 
 def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, Measurement]]:
@@ -165,10 +252,14 @@ def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, 
             yield a, m
 
 
-def compare(baseline: Results, candidate: Results, threshold: float = NOISE) -> list[ComparisonRow]:
-    """One row per matching timed cell, sorted by cell; `threshold` is the effect (fraction) that counts."""
+def compare(baseline: Results, candidate: Results, threshold: float = NOISE,
+            against_shift: bool = True) -> list[ComparisonRow]:
+    """One row per matching timed cell, sorted by cell; `threshold` is the effect (fraction) that counts; cells
+    timed in rounds are judged against the candidate run's shift unless `against_shift` is False (the rule before
+    the shift, kept for measuring the gate against it)."""
     matched = sorted(pairs(baseline, candidate), key=lambda p: p[1].cell)
-    return [ComparisonRow(b.cell, *_medians(a, b), d) for (a, b), d in zip(matched, differences(matched, threshold))]
+    return [ComparisonRow(b.cell, *_medians(a, b), d)
+            for (a, b), d in zip(matched, differences(matched, threshold, against_shift))]
 
 
 def _medians(baseline: Measurement, candidate: Measurement) -> tuple[float, float]:
@@ -182,9 +273,10 @@ def _medians(baseline: Measurement, candidate: Measurement) -> tuple[float, floa
 
 
 def regressions(rows: list[ComparisonRow]) -> list[ComparisonRow]:
-    """Cells significantly slower by more than the rows' threshold, worst first."""
-    slow = [r for r in rows if r.difference.significant and r.change > 1]
-    return sorted(slow, key=lambda r: -r.change)
+    """Cells significantly slower by more than the rows' threshold (than the run's shift, where judged against
+    it), worst first."""
+    slow = [r for r in rows if r.difference.significant and r.relative_change > 1]
+    return sorted(slow, key=lambda r: -r.relative_change)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -268,8 +360,9 @@ def pair_environments(results: Results, baseline: str | None = None,
                 continue
             matched.append((base, other))
     matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
-    # The timed pairs are decided as the cells of a two-file compare are (one Holm family where within run).
+    # The timed pairs are decided as the cells of a two-file compare are (one Holm family where within run), but
+    # not against a run-wide shift: both environments ran interleaved under one load, so a shift is the release's.
     timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
     rows = {id(b): ComparisonRow(b.cell, *_medians(a, b), d)
-            for (a, b), d in zip(timed, differences(timed, threshold))}
+            for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False))}
     return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

@@ -175,20 +175,34 @@ def print_comparison(console: Console, rows, offending=(), fail_above: float | N
     if offending:
         console.print(f"[bold red]{len(offending)} cell(s) significantly slower by more than {fail_above:g} %:[/]")
         for r in offending:
-            console.print(f"  [red]{r.cell.id}[/]  ×{r.change:.3f} [{r.ratio.low:.3f}–{r.ratio.high:.3f}]  "
+            shifted = f" (×{r.relative_change:.3f} of the run's shift)" if r.against != 1.0 else ""
+            console.print(f"  [red]{r.cell.id}[/]  ×{r.change:.3f} [{r.ratio.low:.3f}–{r.ratio.high:.3f}]{shifted}  "
                           f"{seconds(r.baseline)} → {seconds(r.candidate)}", highlight=False)
     t = Table(title=f"candidate ÷ baseline median. {METHOD}", title_justify="left")
-    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "p (Holm)", "verdict"):
+    for col in ("cell", "baseline", "candidate", "ratio", "95% interval", "÷ run shift", "p (Holm)", "verdict"):
         t.add_column(col)
     for r in rows:
         style = {"faster": "green", "slower": "red"}.get(r.verdict, "dim")
         interval = f"{r.ratio.low:.3f}–{r.ratio.high:.3f}" if r.ratio else "—"
         p = f"{r.difference.p_holm:.2g}" if r.difference.p_holm is not None else "—"
         t.add_row(r.cell.id, seconds(r.baseline), seconds(r.candidate), f"{r.change:.3f}",
-                  interval, p, f"[{style}]{r.verdict}[/]")
+                  interval, f"{r.relative_change:.3f}" if r.against != 1.0 else "—", p, f"[{style}]{r.verdict}[/]")
     console.print(t)
     if fail_above is not None and not offending:
         console.print(f"[green]no cell is significantly slower by more than {fail_above:g} %[/]")
+
+
+def print_run_shift(console: Console, shift, fail_on_shift: float | None, failed: bool) -> None:
+    """The candidate run's shift as a whole (comparison.RunShift), on its own line, with how it is gated: a
+    uniform slowdown is excused cell by cell, so the reader is told it exists and what catches it."""
+    if failed:
+        console.print(f"[bold red]{escape(shift.describe())}; slower than --fail-on-shift {fail_on_shift:g} % "
+                      f"allows[/]", highlight=False)
+    elif not shift.applied or fail_on_shift is not None or shift.low <= 1 <= shift.high:
+        console.print(escape(shift.describe()), highlight=False)
+    else:
+        console.print(f"[yellow]{escape(shift.describe())}; a change that slows every cell alike passes "
+                      f"--fail-above: gate it with --fail-on-shift PCT[/]", highlight=False)
 
 
 def print_findings(console: Console, top, total: int) -> None:

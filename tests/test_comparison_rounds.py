@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from adcompare.cell import Cell
 from adcompare.cli import main
 from adcompare.adapter import Prepared
-from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, WALL_CLOCK, WITHIN_RUN, between_rounds, compare,
-                                  regressions)
+from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
+                                  between_rounds, compare, regressions, run_shifts)
 from adcompare.measurement import Check, Measurement, Timing
-from adcompare.results import Results, load
+from adcompare.results import Results, ResultsWriter, load
 from adcompare.rounds import merge_rounds
 from adcompare.status import Status
-from adcompare.timing import TimingPolicy, measure
+from adcompare.timing import TimingPolicy, measure, median_interval
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 
@@ -196,3 +196,107 @@ def test_run_in_rounds_uses_fresh_workers_and_compare_decides_between_rounds(tmp
     assert row["low"] == pytest.approx(min(rb) / max(ra)) and row["high"] == pytest.approx(max(rb) / min(ra))
     assert row["regression"] == (min(rb) / max(ra) > 1.10)
     assert "spread between rounds" in captured.err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run-wide shift: a candidate run made under heavier load is slower in every cell; cells are judged against it
+
+
+def _cells(n: int) -> list[Cell]:
+    return [Cell("exp_dot_loss", f"n{k + 1}", "grad", "jax", "eager", "cpu", "float32") for k in range(n)]
+
+
+def _round_results(per_cell_rounds: list[list[float]]) -> Results:
+    """One CPU cell per entry, timed in rounds whose median CPU times are the given values."""
+    return Results((), tuple(Measurement(c, Status.OK, timing=_timing(r, r, cpu=r))
+                             for c, r in zip(_cells(len(per_cell_rounds)), per_cell_rounds)))
+
+
+def test_the_run_shift_against_a_direct_recomputation_and_a_slowed_cell_on_top():
+    """20 cells, the candidate run 20 % slower in all of them (load), one cell 2× slower on top of that: the shift
+    is the median over cells of each cell's ratio of median rounds, with the rank interval over cells; only the
+    2× cell is flagged, where judged against the baseline alone every innocent cell would be."""
+    base = [[1e-3 * (k + 1) * f for f in (1.0, 1.03, 0.98)] for k in range(20)]
+    wobble = [1 + 0.01 * ((7 * k) % 5 - 2) for k in range(20)]  # ±2 % per cell, as honest runs differ
+    cand = [[v * 1.2 * wobble[k] * (2.0 if k == 7 else 1.0) for v in rounds] for k, rounds in enumerate(base)]
+    rows = compare(_round_results(base), _round_results(cand), 0.10)
+    (shift,) = run_shifts(rows)
+    ratios = [statistics.median(c) / statistics.median(b) for b, c in zip(base, cand)]
+    assert shift.ratio == pytest.approx(statistics.median(ratios)) and shift.cells == 20 and shift.applied
+    assert (shift.low, shift.high) == pytest.approx(median_interval(ratios))
+    assert shift.clock == CPU_CLOCK and shift.low <= 1.2 <= shift.high
+    assert [r.cell.size for r in regressions(rows)] == ["n8"]
+    (slowed,) = regressions(rows)
+    assert slowed.relative_change == pytest.approx(slowed.change / shift.ratio)
+    assert slowed.to_json()["ratio_to_shift"] == pytest.approx(2.0 * 1.2 * wobble[7] / statistics.median(
+        [1.2 * w for w in wobble]))
+    innocent = [r for r in rows if r.cell.size != "n8"]
+    assert all(r.verdict.startswith("same") for r in innocent)
+    assert len(regressions(compare(_round_results(base), _round_results(cand), 0.10, against_shift=False))) == 20
+
+
+def test_too_few_cells_estimate_no_shift_and_are_judged_against_the_baseline_alone():
+    """With one cell the shift would be that cell's own ratio and would excuse it: below MIN_SHIFT_CELLS the
+    shift is reported as not estimated and nothing is excused."""
+    base = [[1.0, 1.02, 0.99]] * (MIN_SHIFT_CELLS - 1)
+    cand = [[1.3, 1.31, 1.29]] * (MIN_SHIFT_CELLS - 1)
+    rows = compare(_round_results(base), _round_results(cand), 0.10)
+    (shift,) = run_shifts(rows)
+    assert not shift.applied and "not estimated" in shift.describe()
+    assert len(regressions(rows)) == MIN_SHIFT_CELLS - 1 and all(r.against == 1.0 for r in rows)
+
+
+cell_rounds = st.lists(st.floats(1.0, 1.08), min_size=3, max_size=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(1e-6, 1.0), cell_rounds, cell_rounds), min_size=MIN_SHIFT_CELLS, max_size=40),
+       st.floats(0.5, 2.0), st.sampled_from([0.05, 0.10, 0.25]), st.data())
+def test_scaling_every_candidate_cell_changes_the_shift_never_a_verdict(cells, c, threshold, data):
+    """Multiplying every candidate round of every cell by one constant c (a whole run under other load) scales
+    the reported shift by c and changes no cell's verdict; a cell then slowed 2× on top is flagged."""
+    base = [[scale * f for f in fb] for scale, fb, _ in cells]
+    cand = [[scale * f for f in fc] for scale, _, fc in cells]
+    rows = compare(_round_results(base), _round_results(cand), threshold)
+    scaled = compare(_round_results(base), _round_results([[v * c for v in r] for r in cand]), threshold)
+    (shift,), (shifted,) = run_shifts(rows), run_shifts(scaled)
+    assert shifted.ratio == pytest.approx(c * shift.ratio) and shifted.low == pytest.approx(c * shift.low)
+    for r, s in zip(rows, scaled):
+        margin = min(abs(r.ratio.low / r.against - (1 + threshold)), abs(r.ratio.high / r.against * (1 + threshold) - 1))
+        if margin > 1e-9:  # exactly on the bar, rounding may tip it either way
+            assert r.verdict.split()[0] == s.verdict.split()[0]  # same / slower / faster
+    victim = data.draw(st.integers(0, len(cells) - 1))
+    slowed = [[v * c * (2.0 if k == victim else 1.0) for v in r] for k, r in enumerate(cand)]
+    flagged = regressions(compare(_round_results(base), _round_results(slowed), threshold))
+    assert victim in [int(r.cell.size[1:]) - 1 for r in flagged]
+
+
+def _write(path, per_cell_rounds) -> None:
+    with ResultsWriter(path, {}) as writer:
+        for m in _round_results(per_cell_rounds).measurements:
+            writer.add(m)
+
+
+def test_compare_reports_the_shift_and_fail_on_shift_gates_a_uniform_slowdown(tmp_path, capsys):
+    """A change that slows every cell by 30 % passes --fail-above (each cell is as slow as the run), but the shift
+    is printed on its own line and in every --json row, and --fail-on-shift catches it; the shift's figures
+    are recomputed here from the rounds."""
+    base = [[1e-3 * (k + 1) * f for f in (1.0, 1.02, 0.99)] for k in range(12)]
+    cand = [[v * 1.3 for v in r] for r in base]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _write(a, base)
+    _write(b, cand)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--fail-above", "10", "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert len(rows) == 12 and not any(r["regression"] for r in rows)
+    for r in rows:
+        assert r["shift"]["ratio"] == pytest.approx(1.3) and r["shift"]["cells"] == 12 and r["shift"]["applied"]
+        assert r["ratio_to_shift"] == pytest.approx(1.0) and r["ratio"] == pytest.approx(1.3)
+    assert "the candidate run as a whole is ×1.300 [1.300–1.300] the baseline over 12 cells" in captured.err
+    assert "--fail-on-shift" in captured.err  # the uniform slowdown is named, not silently excused
+    assert main(["compare", str(a), str(b), "--fail-above", "10", "--fail-on-shift", "20"]) == 1
+    assert "slower than --fail-on-shift 20 % allows" in capsys.readouterr().err
+    assert main(["compare", str(a), str(b), "--fail-above", "10", "--fail-on-shift", "40"]) == 0
+    assert main(["compare", str(a), str(b), "--fail-on-shift", "-1"]) == 2
