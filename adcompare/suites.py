@@ -75,6 +75,11 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("control_loop_static", ("n100",), ("grad",)),
     SuiteEntry("selu", ("n100",), ("value",)),
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
+    # GradBench's cmpad-derived evals at their smallest default size: its `gradient`, a few ms each.
+    SuiteEntry("lse", ("n2500",), ("grad",)),
+    SuiteEntry("llsq", ("n16-m128",), ("grad",)),
+    SuiteEntry("det", ("ell5",), ("grad",)),
+    SuiteEntry("ode", ("n1000-s1",), ("grad",)),
 )
 
 # The full suite: every built-in problem at three or more sizes spanning two decades or more (every size where it
