@@ -80,6 +80,11 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
     # Seed 004's pmap: the MLP's mean-loss gradient with its batch of 16 split across 1, 2 and 4 devices.
     SuiteEntry("mlp_loss", ("B16-h16",), ("pmap_grad",), devices=(1, 2, 4)),
+    # GradBench's cmpad-derived evals at their smallest default size: its `gradient`, a few ms each.
+    SuiteEntry("lse", ("n2500",), ("grad",)),
+    SuiteEntry("llsq", ("n16-m128",), ("grad",)),
+    SuiteEntry("det", ("ell5",), ("grad",)),
+    SuiteEntry("ode", ("n1000-s1",), ("grad",)),
 )
 
 # The full suite: every built-in problem at three or more sizes spanning two decades or more (every size where it
@@ -155,6 +160,13 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("lstm", ("l1-c8-b14", "l1-c80-b14", "l1-c800-b14"), ("value", "grad"), sweep=CHEAP_LSTM,
           others_at=("l1-c8-b14", "l1-c80-b14")),
     _full("lstm", ("l1-c8-b14",), ("jvp", "vjp")),  # JAX eager: 3–10 s a call at c = 80
+    # GradBench's cmpad-derived evals at its own default sizes, primal and gradient as GradBench times them.
+    _full("lse", ("n2500", "n40000", "n320000")),
+    _full("llsq", ("n16-m128", "n256-m128", "n4096-m128")),
+    # det's recursion is ~e·ℓ! scalar operations (ℓ = 8: 1.1·10⁵), each dispatched eagerly and traced by every
+    # compiler: ℓ = 8 only where one operation costs ~10 µs and nothing is traced, the others stop at ℓ = 6.
+    _full("det", ("ell5", "ell6", "ell8"), sweep=("torch:eager", "autograd:eager"), others_at=("ell5", "ell6")),
+    _full("ode", ("n1000-s1", "n1000-s10", "n100000-s10")),
 )
 
 # ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and

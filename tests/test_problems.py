@@ -39,6 +39,10 @@ SHAPES = {
     "gmm_posterior": ((), None),
     "bundle_adjustment": ((30, 3), (3,)),
     "lstm": ((), None),
+    "lse": ((), None),
+    "llsq": ((), None),
+    "det": ((), None),
+    "ode": ((), None),
 }
 
 
@@ -77,7 +81,7 @@ def test_every_built_in_problem_builds_with_tags_docs_and_sizes(registry, suite)
         assert p.sizes, name
         assert ("per-example" in p.tags) == (p.batch is not None), name
     assert {n for n, p in suite.items() if "classic" in p.tags} == {"gmm", "gmm_posterior", "bundle_adjustment",
-                                                                             "lstm"}
+                                                                             "lstm", "lse", "llsq", "det", "ode"}
     assert [n for n, p in suite.items() if not p.compilable] == ["control_loop"]
 
 
