@@ -173,6 +173,16 @@ def _plan(registry, selection, args):
     return plan
 
 
+def _reference_value(problem, size) -> float | None:
+    """The float64 objective at `size` for `check --json`, or None where the inputs cannot be read: a file whose
+    body does not match its header passed planning (headers only) and failed its cells in the worker with the
+    reader's message, which the record already carries; reading it again here must not end the listing."""
+    try:
+        return reference_value(problem, size)
+    except (OSError, ValueError):  # what a reader raises (Problem.inputs → read_input_file)
+        return None
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     registry = _registry(args)
     plan = _plan(registry, _selection(args, registry), args)
@@ -183,7 +193,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for m in measurements:
             problem = registry.problem(m.cell.problem)
             print(json.dumps({**display.check_record(m), "expected_failure": expected.get(m.cell.key),
-                              "reference_value": reference_value(problem, problem.size(m.cell.size))}))
+                              "reference_value": _reference_value(problem, problem.size(m.cell.size))}))
     else:
         display.print_check_matrix(out, measurements, expected)
     failed = [m for m in measurements if m.status.is_failure and m.cell.key not in expected]

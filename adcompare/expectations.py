@@ -6,6 +6,9 @@ A cell that fails as expected is still recorded as `failed` with the framework's
 `adcompare run` do not count it against their exit code, and the check matrix labels it. The test suite holds
 the table strictly: a listed cell that starts passing fails its test, so entries go when frameworks improve.
 Compiled variants of problems declaring `compilable=False` are expected to fail by rule, not listed here.
+An entry may end with `FromSize`, the sizes it applies to (dimensions read off the cell's size label): a limit
+that grows with a dimension, such as a compile that unrolls a loop of c steps, applies from the size where the
+cell cannot finish within the default cell timeout, and is expected as `timeout` there (recorded as such).
 
 A framework bug applies only while the cell ran on a version listed as affected: the versions its worker loaded
 (`Measurement.versions`), or the installed ones when a cell is judged in-process without them. Only versions
@@ -15,6 +18,7 @@ adds the version. adcompare never sets the workaround flags: it measures framewo
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -25,8 +29,39 @@ from .operators import OPERATORS
 from .status import Status
 
 DERIVATIVES = [op for op in OPERATORS if op != "value"]  # `value` traces nothing, so it runs
+_DIMENSION = re.compile(r"([A-Za-z]+)(\d+)")
 
-EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str]] = {
+
+def size_dims(label: str) -> dict[str, int]:
+    """The dimensions a size label begins with (`Size.label`: `l2-c80-b14`, then a file's stem and sha256 or
+    `-seedN`): its leading `name<digits>` parts, up to the first part that is not one; the first of a name wins."""
+    dims: dict[str, int] = {}
+    for part in label.split("-"):
+        found = _DIMENSION.fullmatch(part)
+        if found is None:
+            break
+        dims.setdefault(found[1], int(found[2]))
+    return dims
+
+
+@dataclass(frozen=True)
+class FromSize:
+    """The sizes an expectation applies to: those with every named dimension at least its value (a size without
+    one of them, e.g. a label that is not a size, is not covered)."""
+
+    minimum: tuple[tuple[str, int], ...]
+
+    def covers(self, size_label: str) -> bool:
+        dims = size_dims(size_label)
+        return all(name in dims and dims[name] >= least for name, least in self.minimum)
+
+
+TORCH_UNROLLED_LSTM = (
+    "torch.compile unrolls LSTM's loop over the c characters (torch 2.13's scan does not compile under "
+    "torch.func.grad), so compiling takes time growing faster than c: at l = 1, c = 80 {what}; the cell cannot "
+    "finish within the default 300 s timeout (--timeout), and the larger sizes of its series are skipped")
+
+EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str] | tuple[Status, str, FromSize]] = {
     **{("autograd", "control_loop", op, "*", "*"): (
         Status.FAILED, "autograd's ArrayBox has no int(): seed 001's loop count read from the differentiated input "
                        "cannot be traced (JAX and torch eager trace it with concrete values)") for op in DERIVATIVES},
@@ -51,6 +86,14 @@ EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str]] = {
                        "HVP of the GMM likelihood needs (fails while tracing, at every size and dtype tried: d2-K5, "
                        "d2-K25, d10-K5, d20-K5, d32-K10, d64-K5, n = 1000); graph mode runs it")
        for name in ("gmm", "gmm_posterior")},
+    **{("torch", "lstm", op, "compiled", "cpu"): (
+        Status.TIMEOUT, TORCH_UNROLLED_LSTM.format(what="the gradient compiled for 246 s, and `check --problem "
+                                                        "lstm --inputs l2_c80.input.json` timed out on grad and vjp"),
+        FromSize((("c", 80),))) for op in ("grad", "vjp")},
+    ("torch", "lstm", "value", "compiled", "cpu"): (
+        Status.TIMEOUT, TORCH_UNROLLED_LSTM.format(what="the objective compiled in 73 s, and at c = 800 `check` "
+                                                        "ran past the 300 s timeout"),
+        FromSize((("c", 800),))),
 }
 
 
@@ -109,9 +152,9 @@ def expected(cell: Cell, compilable: bool, versions: Mapping[str, str] | None = 
     whether a framework bug applies."""
     if not compilable and declared_compiles(cell):
         return Status.FAILED, "data-dependent Python control flow cannot be compiled"
-    for key, outcome in EXPECTED.items():
-        if _matches(key, cell):
-            return outcome
+    for key, (status, reason, *sizes) in EXPECTED.items():
+        if _matches(key, cell) and all(where.covers(cell.size) for where in sizes):
+            return status, reason
     bug = framework_bug(cell, versions)
     return (bug.status, bug.reason) if bug is not None else None
 

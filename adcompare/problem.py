@@ -153,6 +153,19 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def first_lines(f: Iterable[str], count: int = 2) -> tuple[list[str], ...]:
+    """The first `count` non-blank lines of an open text file, each split into words, padded with empty lists when
+    the file has fewer: what a header reader (`@<problem>.reads_header`) needs to tell its format from another's
+    without reading the body. Blank lines are skipped because ADBench's files have them between sections."""
+    lines: list[list[str]] = []
+    for line in f:
+        if line.strip():
+            lines.append(line.split())
+            if len(lines) == count:
+                break
+    return tuple(lines + [[] for _ in range(count - len(lines))])
+
+
 @functools.lru_cache(maxsize=8)
 def read_input_file(problem: Problem, path: str, sha256: str) -> tuple[dict[str, int], Mapping[str, np.ndarray]]:
     """(dims, inputs) from `problem`'s reader, once per file and process; `sha256` guards against a file that

@@ -36,6 +36,7 @@ import json
 import numpy as np
 
 from adcompare import Shapes, problem
+from adcompare.problem import first_lines
 
 CAMERA_PARAMS = 11
 BLOCK = CAMERA_PARAMS + 3 + 1  # camera, point, weight: the parameters one observation depends on
@@ -163,17 +164,6 @@ def _gradbench_json(path: str) -> dict | None:
     return data
 
 
-def _first_lines(f) -> tuple[list[str], list[str]]:
-    """The first two non-blank lines of an open text file, split into words (ADBench's files have blank lines)."""
-    lines = []
-    for line in f:
-        if line.strip():
-            lines.append(line.split())
-            if len(lines) == 2:
-                break
-    return (lines + [[], []])[0], (lines + [[], []])[1]
-
-
 @bundle_adjustment.reads_header
 def read_header(path):
     """`n m p`: the first line of ADBench's text format (the body is not read), or GradBench's JSON's n, m, p."""
@@ -181,7 +171,7 @@ def read_header(path):
     if data is not None:
         return {k: int(data[k]) for k in ("n", "m", "p")}
     with open(path, encoding="utf-8") as f:  # `n m p` and the camera's 11 numbers tell it from GMM's and LSTM's
-        first, second = _first_lines(f)
+        first, second = first_lines(f)
     if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != CAMERA_PARAMS:
         raise ValueError(f"not ADBench's BA format (first line `n m p`; then one camera of 11 numbers, one "
                          f"point of 3, one weight, one feature of 2) nor GradBench's ba input (JSON with "

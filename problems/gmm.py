@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from adcompare import Shapes, grid, problem
+from adcompare.problem import first_lines
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
 WISHART_M = 0
@@ -191,17 +192,6 @@ def _is_json(path: str) -> bool:
         return f.read(64).lstrip().startswith("{")
 
 
-def _first_lines(f) -> tuple[list[str], list[str]]:
-    """The first two non-blank lines of an open text file, split into words (ADBench's files have blank lines)."""
-    lines = []
-    for line in f:
-        if line.strip():
-            lines.append(line.split())
-            if len(lines) == 2:
-                break
-    return (lines + [[], []])[0], (lines + [[], []])[1]
-
-
 def _adbench_header(path: str) -> dict[str, int]:
     """`d K n` from the first line of ADBench's text format; GradBench's JSON is refused (another convention)."""
     if _is_json(path):
@@ -209,7 +199,7 @@ def _adbench_header(path: str) -> dict[str, int]:
                          f"gmm_posterior's input, not gmm's (ADBench's objective adds the Wishart term); use "
                          f"--problem gmm_posterior")
     with open(path, encoding="utf-8") as f:  # `d K n` and one alpha tell it from BA's and LSTM's
-        first, second = _first_lines(f)
+        first, second = first_lines(f)
     if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 1:
         raise ValueError(f"not ADBench's GMM format (first line `d K n`, then K lines of one alpha)")
     d, K, n = (int(v) for v in first)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from adcompare import Shapes, fold, problem
+from adcompare.problem import first_lines
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
@@ -149,17 +150,6 @@ def read_lstm_file(path):
             {"params": np.concatenate([main.reshape(8 * l, b), extra]), "state": state, "sequence": sequence})
 
 
-def _first_lines(f) -> tuple[list[str], list[str]]:
-    """The first two non-blank lines of an open text file, split into words (ADBench's files have blank lines)."""
-    lines = []
-    for line in f:
-        if line.strip():
-            lines.append(line.split())
-            if len(lines) == 2:
-                break
-    return (lines + [[], []])[0], (lines + [[], []])[1]
-
-
 @lstm.reads_header
 def read_lstm_header(path):
     """`l c b` from the first line of ADBench's text format (the body is not read); GradBench's JSON has no header,
@@ -173,7 +163,7 @@ def read_lstm_header(path):
                                  f"sequence)")
             return {"l": len(data["state"]) // 2, "c": len(data["sequence"]), "b": len(data["state"][0])}
         f.seek(0)  # `l c b` and main params' 4b numbers tell it from BA's and GMM's
-        first, second = _first_lines(f)
+        first, second = first_lines(f)
     if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 4 * int(first[2]):
         raise ValueError(f"not ADBench's LSTM format (first line `l c b`, then 2l lines of 4b main params)")
     return dict(zip(("l", "c", "b"), (int(v) for v in first)))

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from adcompare import results, runner
 from adcompare.cell import Cell
-from adcompare.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected_reason,
-                                    expected_reproducer, framework_bug, labelled, unexpected)
+from adcompare.cli import main
+from adcompare.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,
+                                    expected_reproducer, framework_bug, labelled, size_dims, unexpected)
 from adcompare.fingerprint import installed_versions
 from adcompare.measurement import Check, Measurement
 from adcompare.status import Status
@@ -79,3 +81,95 @@ def test_every_framework_bug_has_its_reproducer_and_it_still_fails_where_listed(
     else:
         assert run.returncode == 0, f"{script.name} fails on {bug.distribution} {installed}, not listed: add it " \
                                     f"to affected_versions in expectations.py\n{run.stdout}{run.stderr}"
+
+
+# --- expectations from a size on: torch.compile's unrolled LSTM ----------------------------------------------------
+
+def lstm_cell(size: str, operator: str = "grad", variant: str = "compiled") -> Cell:
+    return Cell("lstm", size, operator, "torch", variant, "cpu", "float64")
+
+
+def timed_out(cell: Cell) -> Measurement:
+    """A timeout as the parent writes it when it stops a worker (worker_process.py)."""
+    return Measurement(cell, Status.TIMEOUT, "ran past the 300 s cell timeout; worker stopped")
+
+
+@pytest.mark.parametrize("label, dims", [
+    ("l1-c80-b14", {"l": 1, "c": 80, "b": 14}),
+    ("l2-c80-b7-l2_c80.input-0123456789ab", {"l": 2, "c": 80, "b": 7}),  # GradBench's file, its stem not read
+    ("l1-c8-b14-seed7", {"l": 1, "c": 8, "b": 14, "seed": 7}),
+    ("d2-K3-n1-test-0fabb0c23497", {"d": 2, "K": 3, "n": 1}),
+    ("n10-c5-n10", {"n": 10, "c": 5}),  # a stem that looks like dimensions does not replace them
+    ("file", {}),
+])
+def test_size_dims_reads_the_dimensions_a_label_begins_with(label, dims):
+    assert size_dims(label) == dims
+
+
+def test_torch_compiled_lstm_is_expected_to_time_out_from_c_80_grad_and_c_800_value():
+    for size in ("l1-c80-b14", "l1-c800-b14", "l2-c80-b7-l2_c80.input-0123456789ab",
+                 "l2-c1024-b14-lstm_l2_c1024-0123456789ab", "l4-c4096-b14"):
+        for op in ("grad", "vjp"):
+            status, reason = expected(lstm_cell(size, op), compilable=True)
+            assert status is Status.TIMEOUT and "unrolls" in reason, (size, op)
+    for not_covered in (lstm_cell("l1-c8-b14"), lstm_cell("l1-c79-b14"), lstm_cell("file"),  # below c = 80
+                        lstm_cell("l1-c80-b14", variant="eager"),  # eager runs the loop op by op
+                        Cell("lstm", "l1-c80-b14", "grad", "jax", "compiled", "cpu", "float64"),  # lax.scan
+                        Cell("lstm", "l1-c80-b14", "grad", "torch", "compiled", "cuda", "float64")):  # unmeasured
+        assert expected(not_covered, compilable=True) is None, not_covered
+    # The objective alone compiles in 73 s at c = 80; at c = 800 it ran past the timeout.
+    assert expected(lstm_cell("l1-c80-b14", "value"), compilable=True) is None
+    for size in ("l1-c800-b14", "l2-c1024-b14-lstm_l2_c1024-0123456789ab"):
+        assert expected(lstm_cell(size, "value"), compilable=True)[0] is Status.TIMEOUT
+    # An entry without sizes still applies at every size (its meaning is unchanged).
+    assert expected(lstm_cell("l1-c8-b14", "jvp"), compilable=True)[0] is Status.CRASHED
+    assert expected(Cell("control_loop", "n10", "grad", "autograd", "eager", "cpu", "float64"), True)[0] \
+        is Status.FAILED
+
+
+def test_a_timeout_from_c_80_is_labelled_expected_and_still_recorded_as_timeout(registry):
+    m = labelled(timed_out(lstm_cell("l2-c80-b7-l2_c80.input-0123456789ab")), registry.problems)
+    assert m.status is Status.TIMEOUT and "unrolls" in expected_reason(m)
+    assert unexpected(m, registry.problems) is None
+    assert Measurement.from_json(m.to_json()).status is Status.TIMEOUT
+    small = labelled(timed_out(lstm_cell("l1-c8-b14")), registry.problems)
+    assert expected_reason(small) is None and "timeout" in unexpected(small, registry.problems)
+    # With a longer --timeout the compile may finish: ok is no failure for check or run (only the strict table
+    # test calls it stale).
+    done = labelled(Measurement(lstm_cell("l1-c80-b14"), Status.OK, support="native"), registry.problems)
+    assert expected_reason(done) is None and not done.status.is_failure
+
+
+def _finished_as(status_of, monkeypatch):
+    """Let `runner.run` end every planned cell as `status_of(cell)` says, as the parent records a stopped worker
+    (the unrolled compile takes minutes; what is under test is the labelling and the exit code)."""
+    def fake_run(registry, plan, options, *, record=lambda m: None, **_):
+        out = [Measurement(c, status_of(c), "ran past the 300 s cell timeout; worker stopped"
+                           if status_of(c) is Status.TIMEOUT else "", support="native") for c in plan.cells]
+        for m in out:
+            record(m)
+        return out
+
+    monkeypatch.setattr(runner, "run", fake_run)
+
+
+LSTM_CHECK = ["--problem", "lstm", "--adapter", "torch", "--variant", "compiled", "--operator", "grad,vjp",
+              "--dtype", "float64", "--no-progress"]
+
+
+def test_check_and_run_exit_0_on_the_expected_lstm_timeouts(monkeypatch, tmp_path, capsys):
+    _finished_as(lambda cell: Status.TIMEOUT, monkeypatch)
+    assert main(["check", *LSTM_CHECK, "--size", "l1-c80-b14"]) == 0
+    assert "2 cells failed as expected" in capsys.readouterr().err
+    out = tmp_path / "lstm.jsonl"
+    assert main(["run", *LSTM_CHECK, "--size", "l1-c80-b14", "-o", str(out)]) == 0
+    records = results.load([out]).measurements  # as `adcompare report` reads them back
+    assert sorted((m.cell.operator, m.status) for m in records) == [("grad", Status.TIMEOUT),
+                                                                    ("vjp", Status.TIMEOUT)]
+    assert all("unrolls" in expected_reason(m) for m in records)
+
+
+def test_check_exits_1_on_a_timeout_below_c_80(monkeypatch, capsys):
+    _finished_as(lambda cell: Status.TIMEOUT, monkeypatch)
+    assert main(["check", *LSTM_CHECK, "--size", "l1-c8-b14"]) == 1
+    assert "2 of 2 cells failed the check" in capsys.readouterr().err
