@@ -16,6 +16,21 @@ policy (`tf.config.threading`). TensorFlow is imported inside methods only, quie
 `tensorflow_namespace.import_tensorflow`); importing it also imports jax when installed (~0.6 s of worker
 start-up, reported by the worker, not hidden).
 
+Data-parallel operators (pmap_value, pmap_grad) use `tf.distribute.MirroredStrategy` over the cell's D devices:
+on the CPU, D logical CPU devices (`tf.config.set_logical_device_configuration`, set in `emulate_host_devices`
+before the runtime starts) that share this machine's cores. `w` is copied to every replica and the batch split
+into one contiguous slice per replica beforehand (`experimental_distribute_values_from_function`), as a training
+step finds them; `strategy.run` computes each replica's values (tf.vectorized_map over its slice) or its
+GradientTape gradient of its slice's mean, and `strategy.gather` stacks the values / `strategy.reduce(MEAN)` averages
+the gradients onto one device. Per variant:
+- `eager`: the strategy's eager path (TensorFlow runs each replica in a thread of its own and warns of "significant
+  overhead"; tf.vectorized_map retraces its inner function every call, as in the eager per-example operators).
+- `graph`: strategy.run and the reduction inside one tf.function, traced ahead of time.
+- `compiled`: the same tf.function, with each replica's step a tf.function(jit_compile=True) called through
+  strategy.run: XLA compiles the per-replica step, the cross-device reduction stays in the graph. jit_compile on
+  the outer function instead is what MirroredStrategy does not support: it compiles the whole step as one XLA
+  cluster on one device (the gradient came out right but ran on CPU:0; gather failed reading CPU:1's copy).
+
 `tape.jacobian` and `tf.vectorized_map` vectorise with pfor and fall back to a `tf.while_loop` for an op pfor
 cannot convert; the fallback is logged by TensorFlow, caught here and recorded in the cell's details
 (`pfor_while_loop_fallbacks`), so a looped Jacobian is never reported as a vectorised one.
@@ -24,8 +39,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -34,6 +50,7 @@ import numpy as np
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Bound, Capability, Prepared
 from adcompare.errors import CellFailure
+from adcompare.operators import data_parallel
 
 from . import tensorflow_namespace
 
@@ -63,7 +80,24 @@ MATMUL_RANK = ("Shape must be rank 2 but is rank 1", "In[0] and In[1] ndims must
 MATMUL_HINT = ("TensorFlow's `@` is tf.linalg.matmul, which needs rank >= 2 operands, and the problem applies `@` to "
                "a 1-d array (under tf.vectorized_map one example is 1-d); write xp.matmul(a, b), which handles 1-d "
                "operands as the Array API says")
+DATA_PARALLEL = {  # variant → mechanism; the cell's device count is appended ("… over 4 devices")
+    "eager": "tf.distribute.MirroredStrategy, eagerly (a thread per replica): strategy.run of each replica's "
+             "GradientTape gradient of its slice's mean, strategy.reduce(MEAN) onto one device",
+    "graph": "tf.distribute.MirroredStrategy in a tf.function: strategy.run of each replica's GradientTape gradient "
+             "of its slice's mean, strategy.reduce(MEAN) onto one device",
+    "compiled": "tf.distribute.MirroredStrategy in a tf.function: strategy.run of each replica's XLA-compiled "
+                "(jit_compile) GradientTape gradient of its slice's mean, strategy.reduce(MEAN) onto one device",
+}
+VALUE_PARALLEL = {
+    "eager": "tf.distribute.MirroredStrategy, eagerly (a thread per replica): strategy.run of tf.vectorized_map over "
+             "each replica's slice, strategy.gather",
+    "graph": "tf.distribute.MirroredStrategy in a tf.function: strategy.run of tf.vectorized_map over each "
+             "replica's slice, strategy.gather",
+    "compiled": "tf.distribute.MirroredStrategy in a tf.function: strategy.run of an XLA-compiled (jit_compile) "
+                "tf.vectorized_map over each replica's slice, strategy.gather",
+}
 FALLBACK = "Using a while_loop for converting"
+EAGER_STRATEGY = "Using MirroredStrategy eagerly has significant overhead"
 RETRACING = "triggered tf.function retracing"
 
 
@@ -73,7 +107,8 @@ def tensorflow() -> ModuleType:
 
 class TensorflowLogFilter(logging.Filter):
     """Collects pfor's while_loop fallbacks for the cell's details; drops the retracing warnings that eager
-    tape.jacobian / vectorized_map trigger on every call (documented above, not news to a reader of stderr)."""
+    tape.jacobian / vectorized_map trigger on every call and MirroredStrategy's eager-overhead warning (both
+    documented above, not news to a reader of stderr)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -85,7 +120,7 @@ class TensorflowLogFilter(logging.Filter):
             if len(self.fallbacks) < 20:
                 self.fallbacks.append(message.splitlines()[0][:300])
             return False
-        return RETRACING not in message
+        return RETRACING not in message and EAGER_STRATEGY not in message
 
 
 def explained(call: Callable[[], Any]) -> Any:
@@ -258,6 +293,19 @@ class TensorflowAdapter(Adapter):
     def operator_capability(self, operator: str, variant: str) -> Capability:
         return Capability.native(ALGORITHMS[operator])
 
+    def data_parallel_capability(self, operator: str, variant: str) -> Capability:
+        return Capability.native((DATA_PARALLEL if operator == "pmap_grad" else VALUE_PARALLEL)[variant])
+
+    def emulate_host_devices(self, count: int) -> str:
+        tf = tensorflow()  # importing starts no runtime; the logical devices must be set before the first op
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+        return (f"{count} logical CPU devices (tf.config.set_logical_device_configuration) share this machine's "
+                f"{os.cpu_count()} cores: overhead and correctness, not speed-up")
+
+    def max_devices(self, device: str) -> int:
+        return len(tensorflow().config.list_logical_devices("GPU" if device == "cuda" else "CPU"))
+
     def place(self, array: np.ndarray, device: str) -> Any:
         with tensorflow().device(self._tf_device(device)):
             return tensorflow().constant(np.array(array))  # a copy: the cell never aliases NumPy memory
@@ -266,7 +314,6 @@ class TensorflowAdapter(Adapter):
         tf, args, log = tensorflow(), bound.args, self._filter()
         log.fallbacks.clear()
         device = self._tf_device(bound.request.device)
-        fn = build_operator(tf, bound.operator, bound.f)
         details: dict[str, Any] = {
             "device": device, "device_pinned_in_setup": self._pinned,
             "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
@@ -276,6 +323,9 @@ class TensorflowAdapter(Adapter):
         def after_first_call() -> dict[str, Any]:
             return {"pfor_while_loop_fallbacks": list(log.fallbacks)}
 
+        if data_parallel(bound.operator):
+            return self._build_data_parallel(bound, details, after_first_call)
+        fn = build_operator(tf, bound.operator, bound.f)
         if bound.variant == "eager":
             if self._pinned:
                 def run() -> Any:
@@ -293,6 +343,52 @@ class TensorflowAdapter(Adapter):
         return Prepared(lambda: concrete(*args), compile_seconds=seconds,
                         compile_method=COMPILE_METHOD[bound.variant], details=details,
                         after_first_call=after_first_call)
+
+    def _build_data_parallel(self, bound: Bound, details: dict[str, Any],
+                             after_first_call: Callable[[], Mapping[str, Any]]) -> Prepared:
+        """pmap_value / pmap_grad through tf.distribute.MirroredStrategy over the request's D devices (see the
+        module docstring): the inputs are on the replicas before the timed call, the result on one device."""
+        tf, request, (w, batch) = tensorflow(), bound.request, bound.args
+        kind = "GPU" if request.device == "cuda" else "CPU"
+        names = [d.name for d in tf.config.list_logical_devices(kind)[:request.devices]]
+        strategy = tf.distribute.MirroredStrategy(devices=names)
+        per_replica = batch.shape[0] // request.devices
+
+        def replica_slice(context: Any) -> Any:  # called under each replica's device scope: the copy lands there
+            start = context.replica_id_in_sync_group * per_replica
+            return tf.identity(batch[start:start + per_replica])
+
+        ws = strategy.experimental_distribute_values_from_function(lambda context: tf.identity(w))
+        xs = strategy.experimental_distribute_values_from_function(replica_slice)
+
+        def values(w: Any, xs: Any) -> Any:
+            return tf.vectorized_map(lambda example: bound.f(w, example), xs)
+
+        def slice_grad(w: Any, xs: Any) -> Any:  # this replica's gradient of its slice's mean
+            with tf.GradientTape() as tape:
+                tape.watch(w)
+                y = tf.reduce_mean(values(w, xs))
+            return tape.gradient(y, w)
+
+        body = slice_grad if bound.operator == "pmap_grad" else values
+        if bound.variant == "compiled":  # XLA per replica; the strategy's reduction outside it (module docstring)
+            body = tf.function(body, jit_compile=True, autograph=False)
+
+        def step() -> Any:
+            out = strategy.run(body, args=(ws, xs))
+            if bound.operator == "pmap_grad":
+                return strategy.reduce(tf.distribute.ReduceOp.MEAN, out, axis=None)
+            return strategy.gather(out, axis=0)
+
+        cross = getattr(strategy.extended, "_cross_device_ops", None)  # private, but what does the reduction
+        details.update(replicas=strategy.num_replicas_in_sync, replica_devices=names,
+                       cross_device_ops=type(cross).__name__ if cross is not None else "default")
+        if bound.variant == "eager":
+            return Prepared(lambda: explained(step), details=details, after_first_call=after_first_call)
+        concrete, seconds, traces = trace_ahead(tf, step, (), self._tf_device(request.device), False, self.sync)
+        details.update(jit_compile=bound.variant == "compiled", traces=traces)
+        return Prepared(concrete, compile_seconds=seconds, compile_method=COMPILE_METHOD[bound.variant],
+                        details=details, after_first_call=after_first_call)
 
     def sync(self, out: Any) -> None:
         # CPU eager ops and tf.function calls return computed tensors; GPU kernels run asynchronously.

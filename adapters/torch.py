@@ -10,6 +10,9 @@ Variants:
   without it the recompile limit is hit and Dynamo silently runs eagerly. A graph break, a recompile in steady
   state or a first call that compiled nothing fails the cell instead.
 
+Data-parallel operators (pmap_value, pmap_grad) are `unsupported` with the reason (`no_data_parallel`): torch has
+no in-process multi-device map on the CPU, and the torch.distributed route (D gloo processes) is not built yet.
+
 The namespace is array-api-compat's torch namespace with the few names that break torch.func or Dynamo replaced
 (torch_namespace.py, `FIXES`). torch is imported inside methods only.
 """
@@ -174,6 +177,12 @@ class TorchAdapter(Adapter):
     }
     compiles = {"compiled": "eager"}  # torch.compile of the torch.func transform, not of eager-autograd
     slow_variants = frozenset({"compiled"})
+    # Unsupported, not emulated: torch.func per slice in a Python loop on one device would be a loop dressed as
+    # data parallelism. The honest CPU route is torch.distributed (a gloo process group of D processes, each
+    # differentiating its slice, all_reduce averaging), which is not built yet (issue 26).
+    no_data_parallel = ("has no in-process data-parallel map on the CPU (torch.func.vmap runs on one device); "
+                        "torch.distributed needs D processes (a gloo process group with all_reduce), "
+                        "not implemented yet; see jax's or tensorflow's pmap_grad for a data-parallel gradient")
 
     def setup(self, *, dtype: str, device: str, threads: int) -> None:
         import torch

@@ -1,0 +1,103 @@
+"""TensorFlow's data-parallel mechanism (issue 26) through `adcompare run`: tf.distribute.MirroredStrategy over 2
+and 4 logical CPU devices, eager, graph and compiled, each device count in its own worker process, values checked
+against an independent recomputation of the whole batch's mean-loss gradient and of the per-example values."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from adcompare.check import PROJECTION_SEED  # noqa: E402
+from adcompare.cli import main  # noqa: E402
+from adcompare.inputs import cell_inputs  # noqa: E402
+
+SIZE = "B16-h4"
+
+
+def _mean_loss_gradient(registry) -> np.ndarray:
+    """Central differences of the batch's mean loss in float64, written out here, not through reference.py."""
+    problem = registry.problem("mlp_loss")
+    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_grad", "float64")
+    fn = problem.bind(np, dict(inputs.constants))
+    x, h = inputs.wrt, 1e-6
+
+    def mean_loss(w):
+        return float(np.mean([fn(w, b) for b in inputs.batch]))
+
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        grad[i] = (mean_loss(x + step) - mean_loss(x - step)) / (2 * h)
+    return grad
+
+
+def _projection(values: np.ndarray) -> float:
+    return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(values.shape), values))
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tf_pmap") / "pmap.jsonl"
+    code = main(["run", "--problem", "mlp_loss", "--size", SIZE, "--operator", "pmap_grad,pmap_value",
+                 "--adapter", "tensorflow", "--devices", "2,4", "--dtype", "float64", "--no-progress",
+                 "-o", str(out)])
+    assert code == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    return [r for r in lines if r.get("record") == "cell"], [r for r in lines if r.get("record") == "worker"]
+
+
+def test_mirrored_strategy_gradient_is_the_whole_batch_gradient(records, registry):
+    cells, _ = records
+    projection = _projection(_mean_loss_gradient(registry))
+    grads = [r for r in cells if r["cell"]["operator"] == "pmap_grad"]
+    assert sorted((r["cell"]["variant"], r["cell"]["devices"]) for r in grads) == [
+        ("compiled", 2), ("compiled", 4), ("eager", 2), ("eager", 4), ("graph", 2), ("graph", 4)]
+    for r in grads:
+        devices = r["cell"]["devices"]
+        assert r["status"] == "ok", r["message"]
+        assert r["key"].endswith(f"/float64/{devices}dev")
+        assert r["check"]["projection"] == pytest.approx(projection, rel=1e-7)
+        assert r["timing"]["median"] > 0
+        assert r["algorithm"].startswith("tf.distribute.MirroredStrategy")
+        assert "strategy.reduce(MEAN)" in r["algorithm"] and r["algorithm"].endswith(f"over {devices} devices")
+        assert ("jit_compile" in r["algorithm"]) == (r["cell"]["variant"] == "compiled")
+        assert f"{devices} logical CPU devices" in r["details"]["device_setup"]
+        # the replicas really are D distinct devices, not D copies on CPU:0
+        assert r["details"]["replicas"] == devices
+        assert len(set(r["details"]["replica_devices"])) == devices
+
+
+def test_per_example_values_over_devices(records, registry):
+    cells, _ = records
+    problem = registry.problem("mlp_loss")
+    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_value", "float64")
+    fn = problem.bind(np, dict(inputs.constants))
+    projection = _projection(np.array([fn(inputs.wrt, b) for b in inputs.batch]))
+    rows = [r for r in cells if r["cell"]["operator"] == "pmap_value"]
+    assert len(rows) == 6
+    for r in rows:
+        assert r["status"] == "ok", r["message"]
+        assert r["check"]["projection"] == pytest.approx(projection, rel=1e-12)
+        assert "strategy.gather" in r["algorithm"]
+
+
+def test_one_worker_per_device_count(records):
+    _, workers = records
+    assert sorted(w["devices"] for w in workers) == [2, 4]
+
+
+def test_more_devices_than_the_worker_has_is_unsupported(registry):
+    """In-process, without logical devices configured: TensorFlow sees one CPU device, so 8 are refused."""
+    from adcompare.cell import Cell
+    from adcompare.execution import ExecutionOptions, run_cell
+    from adcompare.status import Status
+
+    adapter = registry.adapter("tensorflow")
+    adapter.setup(dtype="float32", device="cpu", threads=1)
+    cell = Cell("mlp_loss", "B16-h4", "pmap_grad", "tensorflow", "graph", "cpu", "float32", devices=8)
+    m = run_cell(adapter, registry.problem("mlp_loss"), cell, ExecutionOptions(time=False))
+    assert m.status is Status.UNSUPPORTED and "8 cpu devices" in m.message
