@@ -15,6 +15,7 @@ from adcompare import results
 from adcompare.bootstrap import Bootstrap
 from adcompare.report import build
 from adcompare.report.across_devices import blocks, cores_by_machine, series
+from adcompare.report.findings import CONFIRMED, CONTRADICTED, NOT_MEASURABLE, NOT_MEASURED, claims, findings, top
 from adcompare.report.svgchart import Palette
 
 FIXTURE = Path(__file__).parent / "fixtures" / "devices" / "jax_pmap_grad.jsonl"
@@ -116,3 +117,53 @@ def test_the_page_shows_the_section_with_the_statement_and_the_efficiencies(load
                    ("mlp_loss/B16-h16/pmap_grad/jax/compiled/cpu/float32/2dev", 2)):
         one = raw[key.rsplit("/", 1)[0]]
         assert f"{np.median(one) / (d * np.median(raw[key])):.2f} [" in text
+
+
+# --- seed 004's claim: "pmap … executes functions across multiple GPUs in parallel" ------------------------------
+
+def _pmap_finding(measurements, cores=None):
+    return next(f for f in findings(measurements, Bootstrap(), cores) if f.claim.parallel)
+
+
+def test_the_pmap_claim_quotes_seed_004():
+    claim = next(c for c in claims() if c.parallel)
+    assert claim.seed == "004" and claim.parallel == "mlp_loss:pmap_grad"
+    assert claim.quote == "pmap is a higher-order map function that executes functions across multiple GPUs in " \
+                          "parallel."
+
+
+def test_emulated_devices_make_the_claim_not_measurable_here_with_the_figures(loaded):
+    f = _pmap_finding(loaded.measurements, cores_by_machine(loaded.provenance))
+    assert f.verdict == NOT_MEASURABLE
+    raw = raw_samples()
+    for variant in ("eager", "compiled"):
+        key = f"mlp_loss/B16-h16/pmap_grad/jax/{variant}/cpu/float32"
+        efficiency = np.median(raw[key]) / (4 * np.median(raw[key + "/4dev"]))
+        assert f"efficiency {efficiency:.2f} [" in f.measured
+    assert "4 emulated CPU devices share this machine's 2 cores" in f.measured
+    assert "within tolerance of the whole batch's float64 reference: 6 of 6 cells" in f.measured
+    assert f in top([f])
+
+
+def _on_gpu(measurements, scale_at_most_devices: float):
+    """The fixture's cells as if on real devices, the D = 4 cells' samples scaled (a computed, not typed, verdict)."""
+    out = []
+    for m in measurements:
+        m = replace(m, cell=replace(m.cell, device="cuda"))
+        if m.cell.devices == 4:
+            m = replace(m, timing=replace(m.timing, samples=tuple(v * scale_at_most_devices
+                                                                   for v in m.timing.samples)))
+        out.append(m)
+    return out
+
+
+@pytest.mark.parametrize("scale, verdict", [(1e-3, CONFIRMED), (1e3, CONTRADICTED)])
+def test_real_devices_decide_the_claim_by_the_speedup_interval(loaded, scale, verdict):
+    f = _pmap_finding(_on_gpu(loaded.measurements, scale))
+    assert f.verdict == verdict
+    assert "emulated" not in f.measured
+
+
+def test_no_device_counts_is_not_measured_and_names_the_command(loaded):
+    f = _pmap_finding([m for m in loaded.measurements if m.cell.devices == 1])
+    assert f.verdict == NOT_MEASURED and "--devices 1,2,4" in f.measured

@@ -181,7 +181,8 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
                                         else "")))
 
     glance = heatmap.heatmaps(ms, machine_label, boot)
-    found = findings.findings(ms, boot)
+    cores = across_devices.cores_by_machine(results.provenance)
+    found = findings.findings(ms, boot, cores)
     clock.mark("overview")
 
     by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
@@ -203,7 +204,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         if (chart := figures.compile_scatter(palette, title, items)) is not None:
             compiling.append(Figure(title, chart))
     devices = across_devices.blocks(
-        across_devices.series(ms, across_devices.cores_by_machine(results.provenance), boot), palette,
+        across_devices.series(ms, cores, boot), palette,
         machine_label)
     clock.mark("figures")
     if figures_dir is not None:
