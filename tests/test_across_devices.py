@@ -112,6 +112,7 @@ def test_the_page_shows_the_section_with_the_statement_and_the_efficiencies(load
     text = " ".join(page.section["across-devices"].split())
     assert "4 emulated CPU devices share this machine's 2 cores: these figures are overhead and correctness, " \
            "not speed-up" in text
+    assert html.count("Emulated devices:") == 1  # said once for the section, not per chart
     raw = raw_samples()
     for key, d in (("mlp_loss/B16-h16/pmap_grad/jax/eager/cpu/float32/4dev", 4),
                    ("mlp_loss/B16-h16/pmap_grad/jax/compiled/cpu/float32/2dev", 2)):
