@@ -10,13 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adcompare import results
-from adcompare.bootstrap import Bootstrap
+from adcompare.bootstrap import MIN_SAMPLES, Bootstrap
+from adcompare.cell import Cell
+from adcompare.measurement import Measurement, Timing
 from adcompare.report import build
 from adcompare.report.across_devices import blocks, cores_by_machine, series
 from adcompare.report.findings import CONFIRMED, CONTRADICTED, NOT_MEASURABLE, NOT_MEASURED, claims, findings, top
 from adcompare.report.svgchart import Palette
+from adcompare.status import Status
 
 FIXTURE = Path(__file__).parent / "fixtures" / "devices" / "jax_pmap_grad.jsonl"
 
@@ -168,3 +173,27 @@ def test_real_devices_decide_the_claim_by_the_speedup_interval(loaded, scale, ve
 def test_no_device_counts_is_not_measured_and_names_the_command(loaded):
     f = _pmap_finding([m for m in loaded.measurements if m.cell.devices == 1])
     assert f.verdict == NOT_MEASURED and "--devices 1,2,4" in f.measured
+
+
+# --- any samples: ties, few, many ---------------------------------------------------------------------------------
+
+SAMPLES = st.lists(st.sampled_from([1e-4, 2e-4, 3e-4, 5e-4, 1e-3]), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(one=SAMPLES, many=SAMPLES, devices=st.sampled_from([2, 4, 8]))
+def test_efficiency_for_any_samples(one, many, devices):
+    def cell(d, samples):
+        c = Cell("mlp_loss", "B16-h4", "pmap_grad", "jax", "eager", "cuda", "float32", devices=d)
+        return Measurement(c, Status.OK, timing=Timing(tuple(samples), 1, samples[0]), machine="m")
+
+    [s] = series([cell(1, one), cell(devices, many)])
+    step = s.most
+    if min(len(one), len(many)) < MIN_SAMPLES:
+        assert step.efficiency is None
+        return
+    point, low, high = step.efficiency
+    assert point == pytest.approx(np.median(one) / (devices * np.median(many)), rel=1e-12)
+    assert min(one) / max(many) / devices * (1 - 1e-12) <= low <= point <= high \
+        <= max(one) / min(many) / devices * (1 + 1e-12)
+    assert not s.emulated and s.caveat == ""
