@@ -207,7 +207,7 @@ def print_run_shift(console: Console, shift, fail_on_shift: float | None, failed
 
 def print_findings(console: Console, top, total: int) -> None:
     """One line per measured seed claim: verdict, seed, what was measured (contradicted first)."""
-    style = {"confirmed": "green", "contradicted": "red", "mixed": "yellow"}
+    style = {"confirmed": "green", "contradicted": "red", "mixed": "yellow", "not measurable here": "cyan"}
     if not top:
         console.print(f"findings: none of the {total} seed claims was measured by this selection "
                       f"(`adcompare report` runs the quick suite, which measures them)")

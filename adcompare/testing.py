@@ -20,7 +20,13 @@ Each check is a pytest test, parametrized so that a failure names its dtype, var
   returns a NumPy array of `expected_shape`, returns the same on a second call and leaves its inputs alone; its
   result agrees with the float64 reference (`check_result` → ok); a declared-unsupported one raises an error that
   names it — also for a variant the adapter does not know;
-- sync: after `sync(run())` returns, the work is done: converting the result costs less than the call did.
+- sync: after `sync(run())` returns, the work is done: converting the result costs less than the call did;
+- data-parallel operators (pmap_value, pmap_grad, on `DATA_PARALLEL_PROBLEMS`): at D = 1 like every other case,
+  in this process (which has the one device the framework starts with); at D = `data_parallel_devices` (4) through
+  adcompare's worker, which sets up that many emulated host devices before the framework's import
+  (`Adapter.emulate_host_devices`) on the CPU, or needs that many GPUs: the result must agree with the reference
+  of the whole batch and the cell must record its `device_setup`. Skipped with the reason where the adapter has no
+  mechanism (its capability's reason) or the worker has too few devices (the `unsupported` cell's message).
 
 It runs the adapter in the test process (setup, prepare, run, sync, to_numpy called directly), so a breakpoint
 works; about 1 s for a NumPy-speed adapter. Two reasons to move a dtype out of the test process into adcompare's
@@ -55,7 +61,7 @@ from .execution import describe_exception, first_call
 from .inputs import cell_inputs
 from .measurement import Check
 from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
-from .operators import OPERATORS, minimum_elements
+from .operators import OPERATORS, data_parallel, minimum_elements
 from .problem import Problem
 from .problem import applicable_operators as admitted_operators
 from .problem import problem as declare_problem
@@ -68,6 +74,10 @@ from .tolerance import scaled_error, tolerance
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
 CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),
                         ("linear_layer", "n5-p8-o2"), ("linear_layer_rowsum", "n5-p8-o2"))
+# The data-parallel operators' problem: a batch of 16, split evenly across 1, 2, 4 or 8 devices. Only those
+# operators run on it (the others are covered by CONFORMANCE_PROBLEMS).
+DATA_PARALLEL_PROBLEMS = (("mlp_loss", "B16-h4"),)
+DATA_PARALLEL_DEVICES = 4
 UNKNOWN_VARIANT = "no-such-variant"
 SYNC_WORK_SECONDS = 0.01  # the sync workload grows until one call takes this long
 SYNC_REPEATS = 5
@@ -121,27 +131,47 @@ def applicable_operators(problem: Problem, size_label: str) -> list[str]:
     return admitted_operators(problem, problem.size(size_label))
 
 
+def _operators_at(registry: plugins.Registry, problems, data_parallel_problems) -> list[tuple[str, str, str]]:
+    """(problem, size, operator) the suite may run: every applicable operator of `problems`, and the data-parallel
+    operators of `data_parallel_problems`."""
+    out = [(name, size, op) for name, size in problems if name in registry.problems
+           for op in applicable_operators(registry.problem(name), size)]
+    return out + [(name, size, op) for name, size in data_parallel_problems if name in registry.problems
+                  for op in applicable_operators(registry.problem(name), size) if data_parallel(op)]
+
+
 def supported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS,
-                    slow_operators: tuple[str, ...] = ("grad",)) -> list[Case]:
+                    slow_operators: tuple[str, ...] = ("grad",),
+                    data_parallel_problems=DATA_PARALLEL_PROBLEMS) -> list[Case]:
+    """Every declared-supported (problem, size, operator, variant); data-parallel ones run at D = 1."""
     cases = []
     for variant in variants_of(adapter):
         slow = variant in adapter.slow_variants
-        for name, size in problems:
-            for op in applicable_operators(registry.problem(name), size):
-                if adapter.capability(op, variant).supported and (not slow or op in slow_operators):
-                    cases.append(Case(name, size, op, variant))
+        for name, size, op in _operators_at(registry, problems, data_parallel_problems):
+            if adapter.capability(op, variant).supported and (not slow or op in slow_operators):
+                cases.append(Case(name, size, op, variant))
     return cases
 
 
-def unsupported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS) -> list[Case]:
+def data_parallel_cases(adapter: Adapter, registry: plugins.Registry,
+                        data_parallel_problems=DATA_PARALLEL_PROBLEMS) -> list[Case]:
+    """Every data-parallel (problem, size, operator, variant), supported or not: run at D > 1 in a worker, or
+    skipped with the capability's reason."""
+    return [Case(name, size, op, variant) for variant in variants_of(adapter)
+            for name, size, op in _operators_at(registry, (), data_parallel_problems)]
+
+
+def unsupported_cases(adapter: Adapter, registry: plugins.Registry, problems=CONFORMANCE_PROBLEMS,
+                      data_parallel_problems=DATA_PARALLEL_PROBLEMS) -> list[Case]:
     """Each declared-unsupported (operator, variant) on the first problem it applies to, and `grad` in a variant
     no adapter has."""
     cases = []
+    where_ops = _operators_at(registry, problems, data_parallel_problems)
     for variant in (*variants_of(adapter), UNKNOWN_VARIANT):
         for op in ("grad",) if variant == UNKNOWN_VARIANT else OPERATORS:
             if adapter.capability(op, variant).supported:
                 continue  # for the unknown variant, test_capabilities_are_declared reports it
-            where = next(((n, s) for n, s in problems if op in applicable_operators(registry.problem(n), s)), None)
+            where = next(((n, s) for n, s, o in where_ops if o == op), None)
             if where is not None:
                 cases.append(Case(*where, op, variant))
     return cases
@@ -333,6 +363,8 @@ class AdapterConformance:
     device: ClassVar[str] = "cpu"
     threads: ClassVar[int] = 1
     problems: ClassVar[tuple[tuple[str, str], ...]] = CONFORMANCE_PROBLEMS  # (problem, size label)
+    data_parallel_problems: ClassVar[tuple[tuple[str, str], ...]] = DATA_PARALLEL_PROBLEMS  # pmap_* only
+    data_parallel_devices: ClassVar[int] = DATA_PARALLEL_DEVICES  # D checked in a worker (besides D = 1 here)
     slow_operators: ClassVar[tuple[str, ...]] = ("grad",)  # the only operators run in slow variants
     plugins: ClassVar[tuple[str, ...]] = ()  # --plugin files or modules that register problems or the adapter
     known_failures: ClassVar[Mapping[str, str]] = {}  # test name → reason: strict xfail (passing fails it)
@@ -345,7 +377,7 @@ class AdapterConformance:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         names = metafunc.fixturenames
         if getattr(self, "adapter", None) is None:  # e.g. a framework whose adapter is not registered here
-            for name in {"dtype", "isolated_dtype", "case", "refused", "variant"} & set(names):
+            for name in {"dtype", "isolated_dtype", "case", "refused", "variant", "parallel_case"} & set(names):
                 metafunc.parametrize(name, [])
             return
         if "dtype" in names:  # class scope: pytest groups the tests by dtype, so setup runs once per dtype
@@ -354,10 +386,15 @@ class AdapterConformance:
         if "isolated_dtype" in names:
             metafunc.parametrize("isolated_dtype", self.isolated_dtypes)
         if "case" in names:
-            cases = supported_cases(self.adapter, self.registry(), self.problems, self.slow_operators)
+            cases = supported_cases(self.adapter, self.registry(), self.problems, self.slow_operators,
+                                    self.data_parallel_problems)
             metafunc.parametrize("case", cases, ids=str)
         if "refused" in names:
-            metafunc.parametrize("refused", unsupported_cases(self.adapter, self.registry(), self.problems), ids=str)
+            metafunc.parametrize("refused", unsupported_cases(self.adapter, self.registry(), self.problems,
+                                                              self.data_parallel_problems), ids=str)
+        if "parallel_case" in names:
+            metafunc.parametrize("parallel_case", data_parallel_cases(self.adapter, self.registry(),
+                                                                      self.data_parallel_problems), ids=str)
         if "variant" in names:
             variants = variants_of(self.adapter)
             if metafunc.function.__name__ == "test_sync_blocks":
@@ -488,13 +525,46 @@ class AdapterConformance:
             f"adapter {name!r} is not registered (a worker finds adapters by name): add an entry point in the "
             f"'adcompare' group, or name the file registering it in `plugins`")
         cells = [Cell(c.problem, c.size, c.operator, name, c.variant, self.device, isolated_dtype)
-                 for c in supported_cases(self.adapter, registry, self.problems, self.slow_operators)]
+                 for c in supported_cases(self.adapter, registry, self.problems, self.slow_operators,
+                                          self.data_parallel_problems)]
         measurements = run(registry, Plan(tuple(cells), ()), RunOptions(threads=self.threads, time_it=False))
         bad = [f"{m.cell.id}: {m.status.value}: {m.message}" for m in measurements if m.status is not Status.OK]
         assert not bad, f"{len(bad)} of {len(cells)} cells not ok:\n" + "\n".join(bad)
 
+    def test_data_parallel_across_devices(self, parallel_case: Case) -> None:
+        """A data-parallel case on `data_parallel_devices` devices, through adcompare's worker (which emulates
+        host devices before the framework's import): ok against the whole batch's reference, set-up recorded."""
+        case, count = parallel_case, self.data_parallel_devices
+        capability = self.adapter.capability(case.operator, case.variant)
+        if not capability.supported:
+            pytest.skip(f"{case.operator} in {case.variant!r}: {capability.reason}")
+        m = self._parallel_outcomes().get(case)
+        assert m is not None, f"no record for {case} on {count} devices"
+        if m.status is Status.UNSUPPORTED:  # the worker has too few devices (no emulation, too few GPUs)
+            pytest.skip(m.message)
+        assert m.status is Status.OK, f"{m.cell.id}: {m.status.value}: {m.message}"
+        assert m.details.get("device_setup"), f"{m.cell.id}: the worker recorded no device_setup"
 
-_OUTCOMES: dict[tuple, Outcome] = {}
+    def _parallel_outcomes(self) -> dict[Case, Any]:
+        """Every supported data-parallel case at D = data_parallel_devices, run once per class in one worker."""
+        key = (type(self), self.device, "parallel")
+        if key not in _OUTCOMES:
+            registry, name = self.registry(), self.adapter.name
+            assert type(registry.adapters.get(name)) is type(self.adapter), (
+                f"adapter {name!r} is not registered (a worker finds adapters by name): add an entry point in the "
+                f"'adcompare' group, or name the file registering it in `plugins`")
+            dtype = (*self.dtypes, *self.isolated_dtypes)[0]
+            cases = [c for c in data_parallel_cases(self.adapter, registry, self.data_parallel_problems)
+                     if self.adapter.capability(c.operator, c.variant).supported]
+            cells = [Cell(c.problem, c.size, c.operator, name, c.variant, self.device, dtype,
+                          devices=self.data_parallel_devices) for c in cases]
+            measurements = run(registry, Plan(tuple(cells), ()), RunOptions(threads=self.threads, time_it=False))
+            by_key = {m.cell.key: m for m in measurements}
+            _OUTCOMES[key] = {c: by_key.get(cell.key) for c, cell in zip(cases, cells)}
+        return _OUTCOMES[key]
+
+
+_OUTCOMES: dict[tuple, Any] = {}
 
 
 @cache

@@ -66,7 +66,7 @@ def test_run_then_compare(tmp_path, capsys):
     assert main(base + ["-o", str(a)]) == 0
     assert main(base + ["-o", str(b)]) == 0
     printed = capsys.readouterr().out
-    assert "findings: none of the 7 seed claims was measured" in printed  # grad alone tests no seed claim
+    assert "findings: none of the 8 seed claims was measured" in printed  # grad alone tests no seed claim
     assert printed.index("findings") < printed.index(f"results: {b}")
     assert main(["compare", str(a), str(b), "--json"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]

@@ -245,3 +245,39 @@ def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, s
     reference = problem.bind(np, cell_inputs(problem, problem.smallest_size, "value", "float64").constants)(
         cell_inputs(problem, problem.smallest_size, "value", "float64").wrt)
     assert np.array_equal(np.squeeze(result), reference, equal_nan=True)
+
+
+# --- the data-parallel operators (issue 26) ----------------------------------------------------------------------
+
+def test_data_parallel_cases_cover_both_operators_at_one_device_here_and_every_variant_in_a_worker():
+    from adcompare.testing import data_parallel_cases, supported_cases, unsupported_cases
+
+    jax_adapter, autograd = registered("jax"), registered("autograd")
+    here = [c for c in supported_cases(jax_adapter, REGISTRY) if c.operator.startswith("pmap")]
+    assert sorted((c.operator, c.variant) for c in here) == [
+        ("pmap_grad", "compiled"), ("pmap_grad", "eager"), ("pmap_value", "compiled"), ("pmap_value", "eager")]
+    assert {(c.problem, c.size) for c in here} == {("mlp_loss", "B16-h4")}
+    assert len(data_parallel_cases(autograd, REGISTRY)) == 2 * len(autograd.planned_variants())
+    assert not [c for c in supported_cases(autograd, REGISTRY) if c.operator.startswith("pmap")]
+    refused = {(c.operator, c.variant) for c in unsupported_cases(autograd, REGISTRY)}
+    assert {("pmap_value", "eager"), ("pmap_grad", "eager")} <= refused
+
+
+def test_a_data_parallel_gradient_that_is_not_averaged_is_caught():
+    """pmap_grad summing the per-device gradients instead of averaging them is off by a factor D; at D = 1 a
+    factor 2 stands in for it, and the reference check of the in-process case catches it."""
+    jax_adapter = registered("jax")
+
+    class Summed(type(jax_adapter)):
+        def prepare(self, request):
+            prepared = super().prepare(request)
+            if request.operator != "pmap_grad":
+                return prepared
+            return Prepared(lambda: prepared.run() * 2)
+
+    adapter = Summed()
+    adapter.setup(dtype="float32", device="cpu", threads=1)
+    problem, case = REGISTRY.problem("mlp_loss"), Case("mlp_loss", "B16-h4", "pmap_grad", "eager")
+    assert run_case(jax_adapter, problem, case, "float32").status is Status.OK
+    broken = run_case(adapter, problem, case, "float32")
+    assert broken.status is not Status.OK and not broken.breaches  # right shape, wrong numbers

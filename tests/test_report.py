@@ -18,8 +18,8 @@ from adcompare.measurement import Timing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 XSS = "<script>alert(1)</script>"
-SECTIONS = ("overview", "findings", "summary", "scaling", "forward-reverse", "relative-cost", "compilation", "correctness",
-            "failures", "cells", "method")
+SECTIONS = ("overview", "findings", "summary", "scaling", "forward-reverse", "relative-cost", "compilation",
+            "across-devices", "correctness", "failures", "cells", "method")
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 
 

@@ -10,6 +10,11 @@ the largest common size (growth counts when the two bootstrap intervals do not o
 Verdict: **confirmed** when at least half the comparisons significantly agree and none significantly disagrees;
 **contradicted** when none agrees, or more disagree than agree; **mixed** otherwise; **not measured** when the
 results hold no context with both sides.
+
+A `parallel` claim (seed 004's pmap) names one data-parallel operator: each cell followed across device counts
+(across_devices.py) at its largest size agrees when its speed-up T(1) ÷ T(D) at the largest D has an interval above
+1, disagrees when below, with the same verdict rule — counting only real devices. Emulated host devices share one
+machine's cores, so where every series ran on them the verdict is **not measurable here**, with the figures shown.
 """
 from __future__ import annotations
 
@@ -24,12 +29,15 @@ from ..bootstrap import Bootstrap
 from ..cell import CURRENT
 from ..measurement import Measurement
 from ..significance import Difference, judge
+from . import across_devices
 from .sizes import sort_key
-from .summary import sample_key, timed
+from .summary import entry, sample_key, timed
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
+NOT_MEASURABLE = "not measurable here"
 RULE = ("confirmed: at least half of the comparisons significantly agree and none disagrees; contradicted: none "
-        "agrees, or more disagree than agree; mixed: otherwise; not measured: no context has both sides timed")
+        "agrees, or more disagree than agree; mixed: otherwise; not measured: no context has both sides timed; "
+        "not measurable here: a claim about parallel devices timed on emulated devices only")
 
 
 @dataclass(frozen=True)
@@ -38,10 +46,11 @@ class Claim:
     article: str
     quote: str
     article_number: str
-    faster: str
-    slower: tuple[str, ...]
+    faster: str = ""
+    slower: tuple[str, ...] = ()
     grows: bool = False
     first_call: bool = False
+    parallel: str = ""  # "problem:operator" of a data-parallel operator: runs in parallel across devices
 
     @staticmethod
     def side(spec: str) -> tuple[str, str, str | None]:
@@ -57,7 +66,7 @@ class Claim:
 
 def claims() -> list[Claim]:
     data = json.loads(resources.files("adcompare.report").joinpath("seed_claims.json").read_text(encoding="utf-8"))
-    return [Claim(**{**c, "slower": tuple(c["slower"])}) for c in data["claims"]]
+    return [Claim(**{**c, "slower": tuple(c.get("slower", ()))}) for c in data["claims"]]
 
 
 @dataclass(frozen=True)
@@ -203,14 +212,83 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
     return Finding(claim, comparisons)
 
 
-def findings(measurements: Sequence[Measurement], boot: Bootstrap | None = None) -> list[Finding]:
+@dataclass(frozen=True)
+class ParallelFinding:
+    """A `parallel` claim against the data-parallel series measured here (see the module doc)."""
+
+    claim: Claim
+    series: tuple[across_devices.DeviceSeries, ...]  # at the largest size of each, with an efficiency at its most D
+
+    @staticmethod
+    def agrees(s: across_devices.DeviceSeries) -> int:
+        speedup = s.most.speedup
+        return 1 if speedup.low > 1 else -1 if speedup.high < 1 else 0
+
+    @property
+    def verdict(self) -> str:
+        if not self.series:
+            return NOT_MEASURED
+        real = [self.agrees(s) for s in self.series if not s.emulated]
+        if not real:
+            return NOT_MEASURABLE
+        agree, disagree = sum(a > 0 for a in real), sum(a < 0 for a in real)
+        if agree == 0 or disagree > agree:
+            return CONTRADICTED
+        return CONFIRMED if disagree == 0 and 2 * agree >= len(real) else MIXED
+
+    @property
+    def measured(self) -> str:
+        problem, operator, _ = Claim.side(self.claim.parallel)
+        if not self.series:
+            return f"no {problem} {operator} cell was timed at D = 1 and D > 1; e.g. adcompare run --problem " \
+                   f"{problem} --operator {operator} --devices 1,2,4"
+        items = []
+        for s in self.series:
+            efficiency, low, high = s.most.efficiency
+            mark = {1: "", 0: ", not significant", -1: ", slower than 1 device"}[self.agrees(s)]
+            device = f"{s.most.devices} emulated {s.first.cell.device}" if s.emulated \
+                else f"{s.most.devices} {s.first.cell.device}"
+            items.append(f"{_times(s.most.speedup.ratio)} on {device} devices, efficiency {efficiency:.2f} "
+                         f"[{low:.2f}–{high:.2f}] ({entry(s.first)} {s.first.cell.dtype} {s.first.cell.size}{mark})")
+        text = f"{operator} speed-up T(1) ÷ T(D): " + ", ".join(items)
+        emulated = list(dict.fromkeys(s.caveat for s in self.series if s.emulated))
+        if emulated:
+            text += "; " + "; ".join(emulated)
+        checked = [st.measurement for s in self.series for st in s.steps]
+        within = sum(m.check is not None and m.check.error is not None and m.check.error <= m.check.tolerance
+                     for m in checked)
+        return text + f"; within tolerance of the whole batch's float64 reference: {within} of {len(checked)} cells"
+
+    @property
+    def text(self) -> str:
+        return f"seed {self.claim.seed}: {self.measured}"
+
+
+def evaluate_parallel(measurements: Sequence[Measurement], claim: Claim, boot: Bootstrap,
+                      cores: dict[str, int] | None = None) -> ParallelFinding:
+    problem, operator, _ = Claim.side(claim.parallel)
+    found = across_devices.series([m for m in measurements if m.cell.problem == problem
+                                   and m.cell.operator == operator], cores, boot)
+    found = [s for s in found if s.most.efficiency is not None]
+    largest: dict[tuple, str] = {}
+    for s in found:  # the claim is about the largest size each series of sizes reached
+        key = s.first.family
+        if key not in largest or sort_key(s.first.cell.size) > sort_key(largest[key]):
+            largest[key] = s.first.cell.size
+    return ParallelFinding(claim, tuple(s for s in found if s.first.cell.size == largest[s.first.family]))
+
+
+def findings(measurements: Sequence[Measurement], boot: Bootstrap | None = None,
+             cores: dict[str, int] | None = None) -> list[Finding | ParallelFinding]:
+    """Every claim's finding; `cores`: CPU cores per machine fingerprint (named where devices are emulated)."""
     boot = boot or Bootstrap()
-    wanted = {Claim.side(spec)[0] for c in claims() for spec in (c.faster, *c.slower)}
+    wanted = {Claim.side(spec)[0] for c in claims() for spec in (c.faster, *c.slower) if spec}
     index = timed_index([m for m in measurements if m.cell.problem in wanted])  # the claims' problems only
-    return [evaluate(index, c, boot) for c in claims()]
+    return [evaluate_parallel(measurements, c, boot, cores) if c.parallel else evaluate(index, c, boot)
+            for c in claims()]
 
 
-def top(found: Sequence[Finding]) -> list[Finding]:
+def top(found: Sequence[Finding | ParallelFinding]) -> list[Finding | ParallelFinding]:
     """The findings worth a line in the terminal: every measured one, contradicted first."""
-    order = {CONTRADICTED: 0, MIXED: 1, CONFIRMED: 2}
+    order = {CONTRADICTED: 0, MIXED: 1, CONFIRMED: 2, NOT_MEASURABLE: 3}
     return sorted((f for f in found if f.verdict != NOT_MEASURED), key=lambda f: (order[f.verdict], f.claim.seed))

@@ -26,8 +26,8 @@ from ..status import MEANINGS, Status
 from ..support import Support
 from ..units import seconds
 from .. import bootstrap, significance
-from . import (cells_table, compile_cost, correctness, environments, figures, findings, framework_bugs, heatmap,
-               relative_cost, summary)
+from . import (across_devices, cells_table, compile_cost, correctness, environments, figures, findings,
+               framework_bugs, heatmap, relative_cost, summary)
 from .dimensions import Dimensions
 from .svgchart import Chart, Palette
 
@@ -181,7 +181,8 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
                                         else "")))
 
     glance = heatmap.heatmaps(ms, machine_label, boot)
-    found = findings.findings(ms, boot)
+    cores = across_devices.cores_by_machine(results.provenance)
+    found = findings.findings(ms, boot, cores)
     clock.mark("overview")
 
     by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
@@ -202,6 +203,9 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
                                               and machine_label(k.compiled) == machine])
         if (chart := figures.compile_scatter(palette, title, items)) is not None:
             compiling.append(Figure(title, chart))
+    devices = across_devices.blocks(
+        across_devices.series(ms, cores, boot), palette,
+        machine_label)
     clock.mark("figures")
     if figures_dir is not None:
         from . import paper  # matplotlib is an optional extra: imported only when figures are asked for
@@ -209,7 +213,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         paper.write([("overview", h) for h in glance] + [
             (section, f.chart) for section, items in (("scaling", scaling), ("forward-reverse", crossing),
                                                       ("relative-cost", relative), ("compilation", compiling))
-            for f in items], figures_dir)
+            for f in items] + [("across-devices", b.chart) for b in devices if b.chart is not None], figures_dir)
         clock.mark("paper figures")
 
     columns = cells_table.columns_for(ms)
@@ -244,6 +248,8 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "band": relative_cost.CHEAP_GRADIENT_BAND,
         "bounded": relative_cost.BOUNDED_OPERATORS,
         "compiling": compiling,
+        "devices": devices,
+        "efficiency_formula": across_devices.FORMULA,
         "compile_rows": compile_cost.at_largest_size(compile_items),
         "compile_formula": compile_cost.FORMULA,
         "matrices": correctness.matrices(ms),
