@@ -22,10 +22,7 @@ difference is real depends on what the files hold (`differences`):
   cell is judged against it: a regression when every candidate round is slower than every baseline round *times
   the shift* by more than the threshold. One slowed cell barely moves a median over dozens; a change that slows
   every cell moves the shift instead, which `compare` prints on its own line and `--fail-on-shift PCT` gates.
-  The shift only excuses: a slowdown is judged against max(shift, 1), a speed-up against min(shift, 1), so a
-  baseline made under heavier load (shift < 1) never turns a cell that kept its time into a regression.
-  Multiplying every candidate cell of a run that is slower as a whole by a constant ≥ 1 changes the shift, never a
-  verdict. Across environments of one
+  Multiplying every candidate cell by a constant changes the shift, never a verdict. Across environments of one
   run (`pair_environments`) nothing is excused: both sides ran interleaved under the same load.
 - otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
   per-block samples of one process (bootstrap interval, Holm-corrected rank test, effect threshold), the test
@@ -122,17 +119,9 @@ class RoundDifference:
         return self.shift.ratio if self.shift is not None and self.shift.applied else 1.0
 
     @property
-    def bars(self) -> tuple[float, float]:
-        """What a slowdown and a speed-up are judged against: the shift only where it excuses (a run slower as a
-        whole excuses slower cells, one faster as a whole faster cells), else 1 — so a baseline run made under
-        heavier load than the candidate never makes a cell that kept its time a regression."""
-        s = self.against
-        return max(s, 1.0), min(s, 1.0)
-
-    @property
     def significant(self) -> bool:
-        r, (slower, faster) = self.ratio, self.bars
-        return r.low / slower > 1 + self.threshold or r.high / faster < 1 / (1 + self.threshold)
+        r, s = self.ratio, self.against
+        return r.low / s > 1 + self.threshold or r.high / s < 1 / (1 + self.threshold)
 
     @property
     def reason(self) -> str:
@@ -140,11 +129,6 @@ class RoundDifference:
         if self.significant:
             return ""
         r, s = self.ratio, self.against
-        slower, faster = self.bars
-        if r.low > 1 + self.threshold and r.low / slower <= 1 + self.threshold:
-            return f"as the whole run (×{s:.3f})"
-        if r.high < 1 / (1 + self.threshold) and r.high / faster >= 1 / (1 + self.threshold):
-            return f"as the whole run (×{s:.3f})"
         if not (r.low / s <= 1.0 <= r.high / s):
             return f"spread between rounds reaches within {self.threshold:.0%} of the run's shift" if s != 1.0 \
                 else f"spread between rounds reaches within {self.threshold:.0%}"

@@ -251,17 +251,15 @@ cell_rounds = st.lists(st.floats(1.0, 1.08), min_size=3, max_size=3)
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.floats(1e-6, 1.0), cell_rounds, cell_rounds), min_size=MIN_SHIFT_CELLS, max_size=40),
-       st.floats(1.0, 2.0), st.sampled_from([0.05, 0.10, 0.25]), st.data())
-def test_scaling_a_slower_run_changes_the_shift_never_a_verdict(cells, c, threshold, data):
-    """A candidate run slower as a whole (every cell's rounds the baseline's times factors ≥ 1), then every
-    candidate round multiplied by one constant c ≥ 1 (a whole run under more load): the reported shift scales by
-    c and no cell's verdict changes; a cell then slowed 2× on top is flagged."""
+       st.floats(0.5, 2.0), st.sampled_from([0.05, 0.10, 0.25]), st.data())
+def test_scaling_every_candidate_cell_changes_the_shift_never_a_verdict(cells, c, threshold, data):
+    """Multiplying every candidate round of every cell by one constant c (a whole run under other load) scales
+    the reported shift by c and changes no cell's verdict; a cell then slowed 2× on top is flagged."""
     base = [[scale * f for f in fb] for scale, fb, _ in cells]
-    cand = [[b * f for b, f in zip(rb, fc)] for rb, (_, _, fc) in zip(base, cells)]
+    cand = [[scale * f for f in fc] for scale, _, fc in cells]
     rows = compare(_round_results(base), _round_results(cand), threshold)
     scaled = compare(_round_results(base), _round_results([[v * c for v in r] for r in cand]), threshold)
     (shift,), (shifted,) = run_shifts(rows), run_shifts(scaled)
-    assert shift.ratio >= 1.0
     assert shifted.ratio == pytest.approx(c * shift.ratio) and shifted.low == pytest.approx(c * shift.low)
     for r, s in zip(rows, scaled):
         margin = min(abs(r.ratio.low / r.against - (1 + threshold)), abs(r.ratio.high / r.against * (1 + threshold) - 1))
@@ -271,19 +269,6 @@ def test_scaling_a_slower_run_changes_the_shift_never_a_verdict(cells, c, thresh
     slowed = [[v * c * (2.0 if k == victim else 1.0) for v in r] for k, r in enumerate(cand)]
     flagged = regressions(compare(_round_results(base), _round_results(slowed), threshold))
     assert victim in [int(r.cell.size[1:]) - 1 for r in flagged]
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.floats(1e-6, 1.0), cell_rounds, cell_rounds), min_size=MIN_SHIFT_CELLS, max_size=40),
-       st.floats(0.5, 2.0), st.sampled_from([0.05, 0.10, 0.25]))
-def test_the_shift_only_excuses(cells, c, threshold):
-    """Whatever the load of either run (c: the candidate's, < 1 when the baseline was the busier one), judging
-    against the shift flags no cell that judging against the baseline alone would not."""
-    base = [[scale * f for f in fb] for scale, fb, _ in cells]
-    cand = [[scale * f * c for f in fc] for scale, _, fc in cells]
-    against_shift = regressions(compare(_round_results(base), _round_results(cand), threshold))
-    alone = regressions(compare(_round_results(base), _round_results(cand), threshold, against_shift=False))
-    assert {r.cell for r in against_shift} <= {r.cell for r in alone}
 
 
 def _write(path, per_cell_rounds) -> None:
