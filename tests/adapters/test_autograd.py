@@ -246,6 +246,8 @@ EXPECTED_FAILURES = {
 def _cells(registry, adapter):
     for prob in registry.problems.values():
         for operator in applicable_operators(prob):
+            if spec(operator).family == "data-parallel":  # unsupported with its reason: test_jax_data_parallel.py
+                continue
             assert adapter.capability(operator, "eager").supported
             yield prob.name, operator
 
