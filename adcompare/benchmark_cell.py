@@ -10,6 +10,7 @@ import pytest
 
 from . import plugins
 from .cell import Cell
+from .errors import UnsupportedOperation
 from .execution import first_call
 from .status import Status
 
@@ -20,6 +21,9 @@ def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) ->
     capability = adapter.capability(cell.operator, cell.variant)
     if not capability.supported:
         pytest.skip(f"unsupported: {capability.reason}")
+    if cell.devices > 1:  # a framework fixes its device list when imported: only a fresh worker can emulate more
+        pytest.skip(f"unsupported: pytest-benchmark runs cells in this process, on one device; time {cell.id} with "
+                    f"`adcompare run --devices {cell.devices}`, whose worker sets up {cell.devices} devices")
     adapter.setup(dtype=cell.dtype, device=cell.device, threads=1)
     called = first_call(adapter, problem, cell)
     benchmark.group = f"{cell.problem}-{cell.size}-{cell.operator}"
@@ -32,6 +36,8 @@ def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) ->
     })
     if called.message:
         benchmark.extra_info["message"] = called.message
+    if isinstance(called.error, UnsupportedOperation):  # refused in prepare, as `adcompare run` records it
+        pytest.skip(f"unsupported: {called.error}")
     if called.error is not None:
         raise called.error  # prepare or the first call raised: its own traceback says most
     if called.check is None:  # a wrong shape or a NaN: nothing worth timing
