@@ -96,8 +96,6 @@ def test_a_users_own_project_benchmarks_its_problems(tmp_path):
 def test_a_cell_on_several_devices_is_skipped_in_process_with_the_command_that_times_it():
     """A framework fixes its device list when imported, so pytest's in-process path cannot emulate 2 devices; the
     cell skips with the `adcompare run` that can (it failed with the worker's refusal before)."""
-    import pytest as _pytest
-
     from adcompare.benchmark_cell import benchmark_cell
     from adcompare.cell import Cell
 
@@ -108,5 +106,5 @@ def test_a_cell_on_several_devices_is_skipped_in_process_with_the_command_that_t
             raise AssertionError("a skipped cell must not be timed")
 
     cell = Cell("mlp_loss", "B16-h16", "pmap_grad", "jax", "eager", "cpu", "float32", devices=2)
-    with _pytest.raises(_pytest.skip.Exception, match=r"adcompare run --devices 2"):
+    with pytest.raises(pytest.skip.Exception, match=r"adcompare run --devices 2"):
         benchmark_cell(cell, Recorder())
