@@ -10,8 +10,10 @@ Variants:
   without it the recompile limit is hit and Dynamo silently runs eagerly. A graph break, a recompile in steady
   state or a first call that compiled nothing fails the cell instead.
 
-Data-parallel operators (pmap_value, pmap_grad) are `unsupported` with the reason (`no_data_parallel`): torch has
-no in-process multi-device map on the CPU, and the torch.distributed route (D gloo processes) is not built yet.
+Data-parallel operators (pmap_value, pmap_grad) go through torch.distributed: a gloo process group of D processes on
+this host, the worker as rank 0 and D − 1 spawned helpers (torch_distributed.py), each differentiating its slice
+with torch.func, all_reduce(SUM)/D (all_gather for values). `eager` only: torch has no in-process multi-device map
+on the CPU, torch.compile in every rank is not built, and on CUDA the route would be NCCL, not built either.
 
 The namespace is array-api-compat's torch namespace with the few names that break torch.func or Dynamo replaced
 (torch_namespace.py, `FIXES`). torch is imported inside methods only.
@@ -27,9 +29,11 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Bound, Capability, Prepared
-from adcompare.errors import CellFailure
+from adcompare.adapter import Adapter, Bound, Capability, Prepared, Request
+from adcompare.errors import CellFailure, UnsupportedOperation
+from adcompare.operators import data_parallel, devices_unfit
 
+from .torch_distributed import FunctionReference, ProcessGroup, RankSpec, free_port
 from .torch_namespace import FORWARD_MODE, SCALAR_FIX, fixed_namespace, with_scalar_fix
 
 ALGORITHMS = {
@@ -63,6 +67,18 @@ AUTOGRAD_UNSUPPORTED = {
 }
 
 COMPILE_METHOD = "first call minus steady state"  # torch.compile compiles lazily, on the first call
+
+DATA_PARALLEL = {
+    "pmap_grad": "torch.distributed gloo process group of D processes on this host, all_reduce(SUM)/D of "
+                 "torch.func.grad of each slice's mean (emulated devices: D CPU processes share this machine's cores)",
+    "pmap_value": "torch.distributed gloo process group of D processes on this host, all_gather of torch.func.vmap "
+                  "over each slice (emulated devices: D CPU processes share this machine's cores)",
+}
+DATA_PARALLEL_UNSUPPORTED = {
+    "compiled": "torch.compile inside each of the D torch.distributed processes is not built (each rank would "
+                "compile its own graph around the collective); use variant 'eager'",
+    "eager-autograd": "the torch.distributed route differentiates each slice with torch.func; use variant 'eager'",
+}
 
 
 # --- operators -----------------------------------------------------------------------------------------------
@@ -177,12 +193,7 @@ class TorchAdapter(Adapter):
     }
     compiles = {"compiled": "eager"}  # torch.compile of the torch.func transform, not of eager-autograd
     slow_variants = frozenset({"compiled"})
-    # Unsupported, not emulated: torch.func per slice in a Python loop on one device would be a loop dressed as
-    # data parallelism. The honest CPU route is torch.distributed (a gloo process group of D processes, each
-    # differentiating its slice, all_reduce averaging), which is not built yet (issue 26).
-    no_data_parallel = ("has no in-process data-parallel map on the CPU (torch.func.vmap runs on one device); "
-                        "torch.distributed needs D processes (a gloo process group with all_reduce), "
-                        "not implemented yet; see jax's or tensorflow's pmap_grad for a data-parallel gradient")
+    host_processes = 1  # the D of the gloo group this worker was started for (emulate_host_devices)
 
     def setup(self, *, dtype: str, device: str, threads: int) -> None:
         import torch
@@ -227,6 +238,50 @@ class TorchAdapter(Adapter):
             return Capability.native(AUTOGRAD_ALGORITHMS[operator])
         return Capability.native(ALGORITHMS[operator])
 
+    def data_parallel_capability(self, operator: str, variant: str) -> Capability:
+        # Not a loop over slices on one device: D processes, each its own torch, joined by gloo collectives.
+        if variant in DATA_PARALLEL_UNSUPPORTED:
+            return Capability.unsupported(DATA_PARALLEL_UNSUPPORTED[variant])
+        return Capability.native(DATA_PARALLEL[operator])
+
+    def emulate_host_devices(self, count: int) -> str:
+        self.host_processes = count  # nothing to set before import: each cell starts its D − 1 helpers itself
+        return (f"{count} CPU processes (a torch.distributed gloo group: this worker as rank 0 and {count - 1} "
+                f"spawned helpers) share this machine's {os.cpu_count()} cores: overhead and correctness, "
+                f"not speed-up")
+
+    def max_devices(self, device: str) -> int:
+        return self.host_processes if device == "cpu" else 1
+
+    def prepare(self, request: Request) -> Prepared:
+        if data_parallel(request.operator) and request.device != "cpu" and self.capability(
+                request.operator, request.variant).supported:
+            raise UnsupportedOperation(f"adapter 'torch': {request.operator} on {request.device}: the "
+                                       f"torch.distributed route is built for the CPU (gloo); NCCL across GPUs is "
+                                       f"not built; use --device cpu")
+        return super().prepare(request)
+
+    def _build_data_parallel(self, bound: Bound, details: dict[str, Any]) -> Prepared:
+        """pmap_value / pmap_grad through a gloo process group of D processes (torch_distributed.py)."""
+        import torch
+
+        request, (w, batch) = bound.request, bound.args
+        problem, inputs, world = request.problem, request.inputs, request.devices
+        unfit = devices_unfit(request.operator, world, batch.shape[0])
+        if unfit:  # the planner never makes such a cell; a direct caller gets the reason, not a silent remainder
+            raise UnsupportedOperation(f"adapter 'torch': {unfit}")
+        per_rank = batch.shape[0] // world
+        address = f"tcp://127.0.0.1:{free_port()}"
+        threads = torch.get_num_threads()
+        constants = {k: np.asarray(v) for k, v in inputs.constants.items()}
+        specs = [RankSpec(FunctionReference.of(problem.function), problem.wrt, problem.batch, constants,
+                          np.asarray(inputs.wrt), np.asarray(inputs.batch[r * per_rank:(r + 1) * per_rank]),
+                          request.operator, r, world, address, threads) for r in range(world)]
+        group = ProcessGroup(torch, self.namespace(), specs[0], specs[1:])
+        details.update(backend="gloo", world_size=world, init_method=address, rank0_pid=os.getpid(),
+                       helper_pids=group.pids, threads_per_rank=threads, examples_per_rank=per_rank)
+        return Prepared(group.step, details=details, close=group.close)
+
     def place(self, array: np.ndarray, device: str) -> Any:
         import torch
 
@@ -237,6 +292,8 @@ class TorchAdapter(Adapter):
 
         f, args, (w, *rest) = bound.f, bound.args, bound.args
         details = {"torch_threads": torch.get_num_threads(), "device": str(torch.device(bound.request.device))}
+        if data_parallel(bound.operator):
+            return self._build_data_parallel(bound, details)
         if bound.variant == "eager-autograd":
             fn = build_autograd_operator(torch, bound.operator, f)
             args = (w.requires_grad_(True), *rest)

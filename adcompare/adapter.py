@@ -113,6 +113,9 @@ class Prepared:
     compile_method: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)  # recompiles, cache state, … (JSON-able)
     after_first_call: Callable[[], Mapping[str, Any]] | None = None  # extra details gathered after the first call
+    # Releases what the cell holds beyond memory (torch's gloo helper processes); run_cell calls it when the cell
+    # is done, whatever its outcome. None: nothing to release.
+    close: Callable[[], None] | None = None
 
 
 class Adapter(ABC):

@@ -107,6 +107,8 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
             raise
         return FirstCall(**base, status=Status.UNSUPPORTED, message=str(exc), error=exc)
     except Exception as exc:
+        if stage != "prepare":
+            release(prepared)
         return FirstCall(**base, status=Status.FAILED, message=f"{stage}: {describe_exception(exc)}", error=exc)
 
     # Input and output sizes (per example for per-example operators) let the report place forward against
@@ -147,6 +149,12 @@ def run_once(adapter: Adapter, problem: Problem, operator: str, dtype: str, *, v
     return called.prepared, called.output, called.inputs, called.size
 
 
+def release(prepared: Prepared | None) -> None:
+    """Let a prepared cell release what it holds beyond memory (Prepared.close: torch's gloo helper processes)."""
+    if prepared is not None and prepared.close is not None:
+        prepared.close()
+
+
 def algorithm_of(algorithm: str, cell: Cell) -> str:
     """The declared algorithm, with the device count of a data-parallel cell ("… over 4 devices")."""
     if not algorithm or not spec(cell.operator).data_parallel:
@@ -170,6 +178,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
         return Measurement(status=called.status, message=called.message, **base)
     details = dict(called.details)
     if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed
+        release(called.prepared)
         return Measurement(status=called.status, message=called.message, details=details, **base)
     check, status, prepared, first = called.check, called.status, called.prepared, called.seconds
     measured = None
@@ -178,10 +187,12 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
             measured = timing.measure(prepared, adapter.sync, first, compiled=bool(adapter.compiled_from(cell.variant)),
                                       policy=options.policy)
         except Exception as exc:
+            release(prepared)
             return Measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,
                                details=details, **base)
     else:
         details["first_call_seconds"] = first  # check mode: one call is not a timing, so no Timing record
+    release(prepared)
     return Measurement(status=status, message=called.message, timing=measured, check=check,
                        host_peak_bytes=memory.host_peak_bytes(),
                        device_peak_bytes=adapter.peak_device_memory(cell.device), details=details, **base)

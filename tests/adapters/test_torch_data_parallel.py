@@ -1,30 +1,161 @@
-"""torch's data-parallel operators (issue 26) are `unsupported` with the reason, at every device count and variant,
-through `adcompare run`'s workers: no Python loop over slices is passed off as multi-device."""
+"""torch's data-parallel mechanism (issue 26): a torch.distributed gloo process group of D processes (the worker as
+rank 0, D − 1 spawned helpers), through `adcompare run`'s workers at D = 2 and 4, values checked against an
+independent recomputation of the whole batch's mean-loss gradient and of the per-example values; and no helper
+process outlives its cell, nor a worker killed mid-cell."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
+from adcompare.check import PROJECTION_SEED  # noqa: E402
+from adcompare.cell import Cell  # noqa: E402
 from adcompare.cli import main  # noqa: E402
+from adcompare.execution import ExecutionOptions, run_cell  # noqa: E402
+from adcompare.inputs import cell_inputs  # noqa: E402
+from adcompare.status import Status  # noqa: E402
+
+SIZE = "B16-h4"
 
 
-def test_torch_refuses_data_parallel_cells_and_says_why(tmp_path, registry):
-    adapter = registry.adapter("torch")
-    for variant in adapter.variants:
-        for operator in ("pmap_grad", "pmap_value"):
-            capability = adapter.capability(operator, variant)
-            assert not capability.supported
-            assert "no in-process data-parallel map" in capability.reason and "gloo" in capability.reason
-    out = tmp_path / "pmap.jsonl"
-    code = main(["run", "--problem", "mlp_loss", "--size", "B16-h4", "--operator", "pmap_grad",
-                 "--adapter", "torch", "--variant", "eager", "--devices", "1,2", "--dtype", "float32",
-                 "--no-progress", "-o", str(out)])
+def _projection(values: np.ndarray) -> float:
+    return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(values.shape), values))
+
+
+def _mean_loss_gradient(registry) -> np.ndarray:
+    """Central differences of the batch's mean loss in float64, written out here, not through reference.py."""
+    problem = registry.problem("mlp_loss")
+    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_grad", "float64")
+    fn = problem.bind(np, dict(inputs.constants))
+    x, h = inputs.wrt, 1e-6
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        grad[i] = (np.mean([fn(x + step, b) for b in inputs.batch])
+                   - np.mean([fn(x - step, b) for b in inputs.batch])) / (2 * h)
+    return grad
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or (pid reused) not one of ours: a helper's command line names multiprocessing."""
+    try:
+        return b"multiprocessing" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    out = tmp_path_factory.mktemp("torch_pmap") / "pmap.jsonl"
+    code = main(["run", "--problem", "mlp_loss", "--size", SIZE, "--operator", "pmap_grad,pmap_value",
+                 "--adapter", "torch", "--devices", "2,4", "--dtype", "float64", "--no-progress", "-o", str(out)])
     assert code == 0
-    cells = [r for r in map(json.loads, out.read_text().splitlines()) if r.get("record") == "cell"]
-    assert sorted(r["cell"].get("devices", 1) for r in cells) == [1, 2]
-    for r in cells:
-        assert r["status"] == "unsupported" and "torch.distributed needs D processes" in r["message"]
-        assert r.get("timing") is None
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    return [r for r in lines if r.get("record") == "cell"]
+
+
+def test_gloo_group_gradient_is_the_whole_batch_gradient(records, registry):
+    projection = _projection(_mean_loss_gradient(registry))
+    grads = [r for r in records if r["cell"]["operator"] == "pmap_grad" and r["cell"]["variant"] == "eager"]
+    assert sorted(r["cell"]["devices"] for r in grads) == [2, 4]
+    for r in grads:
+        devices = r["cell"]["devices"]
+        assert r["status"] == "ok", r["message"]
+        assert r["key"].endswith(f"/float64/{devices}dev")
+        assert r["check"]["projection"] == pytest.approx(projection, rel=1e-7)
+        assert r["timing"]["median"] > 0
+        assert r["algorithm"].startswith("torch.distributed gloo process group of D processes")
+        assert "all_reduce(SUM)/D" in r["algorithm"] and r["algorithm"].endswith(f"over {devices} devices")
+        assert f"{devices} CPU processes" in r["details"]["device_setup"]
+        # D distinct processes really joined the group: the worker and D − 1 helpers
+        assert r["details"]["world_size"] == devices and r["details"]["backend"] == "gloo"
+        assert len(set(r["details"]["helper_pids"]) | {r["details"]["rank0_pid"]}) == devices
+        assert r["details"]["init_method"].startswith("tcp://127.0.0.1:")
+
+
+def test_per_example_values_over_processes(records, registry):
+    problem = registry.problem("mlp_loss")
+    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_value", "float64")
+    fn = problem.bind(np, dict(inputs.constants))
+    projection = _projection(np.array([fn(inputs.wrt, b) for b in inputs.batch]))
+    rows = [r for r in records if r["cell"]["operator"] == "pmap_value" and r["cell"]["variant"] == "eager"]
+    assert sorted(r["cell"]["devices"] for r in rows) == [2, 4]
+    for r in rows:
+        assert r["status"] == "ok", r["message"]
+        assert r["check"]["projection"] == pytest.approx(projection, rel=1e-12)
+        assert "all_gather" in r["algorithm"]
+
+
+def test_other_variants_are_unsupported_with_the_reason(records):
+    others = [r for r in records if r["cell"]["variant"] != "eager"]
+    assert {r["cell"]["variant"] for r in others} == {"compiled", "eager-autograd"}
+    for r in others:
+        assert r["status"] == "unsupported" and "use variant 'eager'" in r["message"]
+
+
+def test_no_helper_outlives_the_run(records):
+    pids = [pid for r in records if r["status"] == "ok" for pid in r["details"]["helper_pids"]]
+    assert len(pids) == 2 * (1 + 3)  # pmap_grad and pmap_value at D = 2 and 4
+    assert all(_gone(pid) for pid in pids)
+
+
+def test_closing_the_cell_stops_its_helpers_in_process(registry, monkeypatch):
+    """run_cell releases the prepared cell (Prepared.close): its helpers are joined before it returns. A batch
+    that does not split by D, or more processes than the worker was started for, is refused with the reason."""
+    adapter = registry.adapter("torch")
+    monkeypatch.setattr(adapter, "host_processes", 4)  # what emulate_host_devices(4) sets in a worker
+    adapter.setup(dtype="float32", device="cpu", threads=1)
+
+    def cell(devices: int) -> Cell:
+        return Cell("mlp_loss", SIZE, "pmap_grad", "torch", "eager", "cpu", "float32", devices=devices)
+
+    m = run_cell(adapter, registry.problem("mlp_loss"), cell(4), ExecutionOptions(time=False))
+    assert m.status is Status.OK, m.message
+    assert len(m.details["helper_pids"]) == 3 and all(_gone(pid) for pid in m.details["helper_pids"])
+    uneven = run_cell(adapter, registry.problem("mlp_loss"), cell(3), ExecutionOptions(time=False))
+    assert uneven.status is Status.UNSUPPORTED and "does not split evenly across 3" in uneven.message
+    more = run_cell(adapter, registry.problem("mlp_loss"), cell(8), ExecutionOptions(time=False))
+    assert more.status is Status.UNSUPPORTED and "8 cpu devices" in more.message
+
+
+def test_helpers_die_with_a_killed_worker(tmp_path):
+    """SIGKILL the process holding a prepared D = 4 group: PR_SET_PDEATHSIG takes its helpers down too."""
+    script = tmp_path / "hold.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from adcompare import plugins
+        from adcompare.adapter import Request
+        from adcompare.inputs import cell_inputs
+
+        if __name__ == "__main__":
+            registry = plugins.load(())
+            adapter, problem = registry.adapter("torch"), registry.problem("mlp_loss")
+            adapter.emulate_host_devices(4)
+            adapter.setup(dtype="float32", device="cpu", threads=1)
+            inputs = cell_inputs(problem, problem.size("B16-h4"), "pmap_grad", "float32")
+            prepared = adapter.prepare(Request(problem, "pmap_grad", "eager", "cpu", "float32", inputs, devices=4))
+            print(*prepared.details["helper_pids"], flush=True)
+            time.sleep(600)
+    """))
+    holder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in holder.stdout.readline().split()]
+        assert len(pids) == 3 and not any(_gone(pid) for pid in pids)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(60)
+    deadline = time.monotonic() + 60  # a safety net: the kernel signals them at once
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(pid) for pid in pids)
