@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -21,6 +22,49 @@ def fault_registry():
     from adcompare import plugins
 
     return plugins.load((FAULTS,))
+
+
+class WholeBatch:
+    """The data-parallel operators' expected results for mlp_loss, computed here rather than through reference.py:
+    central differences of the whole batch's mean loss, the per-example values, and the seeded projection of
+    either (check.py's, for per-example results) that the worker records."""
+
+    def __init__(self, registry) -> None:
+        self.problem = registry.problem("mlp_loss")
+
+    def _bound(self, size: str, operator: str):
+        from adcompare.inputs import cell_inputs
+
+        inputs = cell_inputs(self.problem, self.problem.size(size), operator, "float64")
+        return self.problem.bind(np, dict(inputs.constants)), inputs
+
+    def gradient(self, size: str, h: float = 1e-6) -> np.ndarray:
+        fn, inputs = self._bound(size, "pmap_grad")
+
+        def mean_loss(w):
+            return float(np.mean([fn(w, b) for b in inputs.batch]))
+
+        x, grad = inputs.wrt, np.zeros_like(inputs.wrt)
+        for i in np.ndindex(x.shape):
+            step = np.zeros_like(x)
+            step[i] = h
+            grad[i] = (mean_loss(x + step) - mean_loss(x - step)) / (2 * h)
+        return grad
+
+    def values(self, size: str) -> np.ndarray:
+        fn, inputs = self._bound(size, "pmap_value")
+        return np.array([fn(inputs.wrt, b) for b in inputs.batch])
+
+    @staticmethod
+    def projection(result: np.ndarray) -> float:
+        from adcompare.check import PROJECTION_SEED
+
+        return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(result.shape), result))
+
+
+@pytest.fixture(scope="session")
+def whole_batch(registry) -> WholeBatch:
+    return WholeBatch(registry)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -5,32 +5,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 pytest.importorskip("jax")
 
-from adcompare.check import PROJECTION_SEED  # noqa: E402
 from adcompare.cli import main  # noqa: E402
-from adcompare.inputs import cell_inputs  # noqa: E402
-
-
-def _mean_loss_gradient(registry, size: str) -> np.ndarray:
-    """Central differences of the batch's mean loss in float64, written out here, not through reference.py."""
-    problem = registry.problem("mlp_loss")
-    inputs = cell_inputs(problem, problem.size(size), "pmap_grad", "float64")
-    fn = problem.bind(np, dict(inputs.constants))
-    x, h = inputs.wrt, 1e-6
-
-    def mean_loss(w):
-        return float(np.mean([fn(w, b) for b in inputs.batch]))
-
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        grad[i] = (mean_loss(x + step) - mean_loss(x - step)) / (2 * h)
-    return grad
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +23,9 @@ def records(tmp_path_factory):
     return [r for r in lines if r.get("record") == "cell"], [r for r in lines if r.get("record") == "worker"]
 
 
-def test_pmap_and_shard_map_gradients_are_the_whole_batch_gradient(records, registry):
+def test_pmap_and_shard_map_gradients_are_the_whole_batch_gradient(records, whole_batch):
     cells, _ = records
-    expected = _mean_loss_gradient(registry, "B16-h4")
-    projection = float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(expected.shape), expected))
+    projection = whole_batch.projection(whole_batch.gradient("B16-h4"))
     grads = [r for r in cells if r["cell"]["adapter"] == "jax" and r["cell"]["operator"] == "pmap_grad"]
     assert sorted((r["cell"]["variant"], r["cell"]["devices"]) for r in grads) == [
         ("compiled", 2), ("compiled", 4), ("eager", 2), ("eager", 4)]
@@ -61,13 +39,9 @@ def test_pmap_and_shard_map_gradients_are_the_whole_batch_gradient(records, regi
         assert f"{r['cell']['devices']} emulated host devices" in r["details"]["device_setup"]
 
 
-def test_per_example_values_over_devices(records, registry):
+def test_per_example_values_over_devices(records, whole_batch):
     cells, _ = records
-    problem = registry.problem("mlp_loss")
-    inputs = cell_inputs(problem, problem.size("B16-h4"), "pmap_value", "float64")
-    fn = problem.bind(np, dict(inputs.constants))
-    values = np.array([fn(inputs.wrt, b) for b in inputs.batch])
-    projection = float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(values.shape), values))
+    projection = whole_batch.projection(whole_batch.values("B16-h4"))
     rows = [r for r in cells if r["cell"]["adapter"] == "jax" and r["cell"]["operator"] == "pmap_value"]
     assert len(rows) == 4
     for r in rows:

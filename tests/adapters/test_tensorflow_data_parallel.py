@@ -5,38 +5,13 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 pytest.importorskip("tensorflow")
 
-from adcompare.check import PROJECTION_SEED  # noqa: E402
 from adcompare.cli import main  # noqa: E402
-from adcompare.inputs import cell_inputs  # noqa: E402
 
 SIZE = "B16-h4"
-
-
-def _mean_loss_gradient(registry) -> np.ndarray:
-    """Central differences of the batch's mean loss in float64, written out here, not through reference.py."""
-    problem = registry.problem("mlp_loss")
-    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_grad", "float64")
-    fn = problem.bind(np, dict(inputs.constants))
-    x, h = inputs.wrt, 1e-6
-
-    def mean_loss(w):
-        return float(np.mean([fn(w, b) for b in inputs.batch]))
-
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        grad[i] = (mean_loss(x + step) - mean_loss(x - step)) / (2 * h)
-    return grad
-
-
-def _projection(values: np.ndarray) -> float:
-    return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(values.shape), values))
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +25,9 @@ def records(tmp_path_factory):
     return [r for r in lines if r.get("record") == "cell"], [r for r in lines if r.get("record") == "worker"]
 
 
-def test_mirrored_strategy_gradient_is_the_whole_batch_gradient(records, registry):
+def test_mirrored_strategy_gradient_is_the_whole_batch_gradient(records, whole_batch):
     cells, _ = records
-    projection = _projection(_mean_loss_gradient(registry))
+    projection = whole_batch.projection(whole_batch.gradient(SIZE))
     grads = [r for r in cells if r["cell"]["operator"] == "pmap_grad"]
     assert sorted((r["cell"]["variant"], r["cell"]["devices"]) for r in grads) == [
         ("compiled", 2), ("compiled", 4), ("eager", 2), ("eager", 4), ("graph", 2), ("graph", 4)]
@@ -71,12 +46,9 @@ def test_mirrored_strategy_gradient_is_the_whole_batch_gradient(records, registr
         assert len(set(r["details"]["replica_devices"])) == devices
 
 
-def test_per_example_values_over_devices(records, registry):
+def test_per_example_values_over_devices(records, whole_batch):
     cells, _ = records
-    problem = registry.problem("mlp_loss")
-    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_value", "float64")
-    fn = problem.bind(np, dict(inputs.constants))
-    projection = _projection(np.array([fn(inputs.wrt, b) for b in inputs.batch]))
+    projection = whole_batch.projection(whole_batch.values(SIZE))
     rows = [r for r in cells if r["cell"]["operator"] == "pmap_value"]
     assert len(rows) == 6
     for r in rows:

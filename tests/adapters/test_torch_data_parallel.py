@@ -13,38 +13,16 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
-from adcompare.check import PROJECTION_SEED  # noqa: E402
 from adcompare.cell import Cell  # noqa: E402
 from adcompare.cli import main  # noqa: E402
 from adcompare.execution import ExecutionOptions, run_cell  # noqa: E402
-from adcompare.inputs import cell_inputs  # noqa: E402
 from adcompare.status import Status  # noqa: E402
 
 SIZE = "B16-h4"
-
-
-def _projection(values: np.ndarray) -> float:
-    return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(values.shape), values))
-
-
-def _mean_loss_gradient(registry) -> np.ndarray:
-    """Central differences of the batch's mean loss in float64, written out here, not through reference.py."""
-    problem = registry.problem("mlp_loss")
-    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_grad", "float64")
-    fn = problem.bind(np, dict(inputs.constants))
-    x, h = inputs.wrt, 1e-6
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        grad[i] = (np.mean([fn(x + step, b) for b in inputs.batch])
-                   - np.mean([fn(x - step, b) for b in inputs.batch])) / (2 * h)
-    return grad
 
 
 def _gone(pid: int) -> bool:
@@ -65,8 +43,8 @@ def records(tmp_path_factory):
     return [r for r in lines if r.get("record") == "cell"]
 
 
-def test_gloo_group_gradient_is_the_whole_batch_gradient(records, registry):
-    projection = _projection(_mean_loss_gradient(registry))
+def test_gloo_group_gradient_is_the_whole_batch_gradient(records, whole_batch):
+    projection = whole_batch.projection(whole_batch.gradient(SIZE))
     grads = [r for r in records if r["cell"]["operator"] == "pmap_grad" and r["cell"]["variant"] == "eager"]
     assert sorted(r["cell"]["devices"] for r in grads) == [2, 4]
     for r in grads:
@@ -84,11 +62,8 @@ def test_gloo_group_gradient_is_the_whole_batch_gradient(records, registry):
         assert r["details"]["init_method"].startswith("tcp://127.0.0.1:")
 
 
-def test_per_example_values_over_processes(records, registry):
-    problem = registry.problem("mlp_loss")
-    inputs = cell_inputs(problem, problem.size(SIZE), "pmap_value", "float64")
-    fn = problem.bind(np, dict(inputs.constants))
-    projection = _projection(np.array([fn(inputs.wrt, b) for b in inputs.batch]))
+def test_per_example_values_over_processes(records, whole_batch):
+    projection = whole_batch.projection(whole_batch.values(SIZE))
     rows = [r for r in records if r["cell"]["operator"] == "pmap_value" and r["cell"]["variant"] == "eager"]
     assert sorted(r["cell"]["devices"] for r in rows) == [2, 4]
     for r in rows:
