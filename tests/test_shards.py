@@ -50,7 +50,7 @@ def test_worker_groups_stay_whole_unless_one_costs_more_than_half_a_shard(regist
     n = 4
     groups = defaultdict(list)
     for c in full.cells:
-        groups[(c.adapter, c.dtype, c.device)].append(c)
+        groups[c.worker_group].append(c)  # one worker process each (a device count starts its own)
     half_shard = sum(est.group_seconds(g) for g in groups.values()) / n / 2
     shard_of = {c.key: i for i, shard in enumerate(assign(full.cells, est, n)) for u in shard for c in u.cells}
     for key, cells in groups.items():
