@@ -56,6 +56,17 @@ class WholeBatch:
         return np.array([fn(inputs.wrt, b) for b in inputs.batch])
 
     @staticmethod
+    def assert_gradient_record(record: dict, projection: float) -> int:
+        """What every framework's `pmap_grad` record must show: ok, keyed by its device count, equal to the whole
+        batch's gradient (its projection, within float64 central differences), timed. Returns the device count."""
+        devices = record["cell"]["devices"]
+        assert record["status"] == "ok", record["message"]
+        assert record["key"].endswith(f"/float64/{devices}dev")
+        assert record["check"]["projection"] == pytest.approx(projection, rel=1e-7)
+        assert record["timing"]["median"] > 0
+        return devices
+
+    @staticmethod
     def projection(result: np.ndarray) -> float:
         from adcompare.check import PROJECTION_SEED
 

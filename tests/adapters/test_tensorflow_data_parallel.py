@@ -32,11 +32,7 @@ def test_mirrored_strategy_gradient_is_the_whole_batch_gradient(records, whole_b
     assert sorted((r["cell"]["variant"], r["cell"]["devices"]) for r in grads) == [
         ("compiled", 2), ("compiled", 4), ("eager", 2), ("eager", 4), ("graph", 2), ("graph", 4)]
     for r in grads:
-        devices = r["cell"]["devices"]
-        assert r["status"] == "ok", r["message"]
-        assert r["key"].endswith(f"/float64/{devices}dev")
-        assert r["check"]["projection"] == pytest.approx(projection, rel=1e-7)
-        assert r["timing"]["median"] > 0
+        devices = whole_batch.assert_gradient_record(r, projection)
         assert r["algorithm"].startswith("tf.distribute.MirroredStrategy")
         assert "strategy.reduce(MEAN)" in r["algorithm"] and r["algorithm"].endswith(f"over {devices} devices")
         assert ("jit_compile" in r["algorithm"]) == (r["cell"]["variant"] == "compiled")

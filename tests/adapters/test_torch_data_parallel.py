@@ -48,11 +48,7 @@ def test_gloo_group_gradient_is_the_whole_batch_gradient(records, whole_batch):
     grads = [r for r in records if r["cell"]["operator"] == "pmap_grad" and r["cell"]["variant"] == "eager"]
     assert sorted(r["cell"]["devices"] for r in grads) == [2, 4]
     for r in grads:
-        devices = r["cell"]["devices"]
-        assert r["status"] == "ok", r["message"]
-        assert r["key"].endswith(f"/float64/{devices}dev")
-        assert r["check"]["projection"] == pytest.approx(projection, rel=1e-7)
-        assert r["timing"]["median"] > 0
+        devices = whole_batch.assert_gradient_record(r, projection)
         assert r["algorithm"].startswith("torch.distributed gloo process group of D processes")
         assert "all_reduce(SUM)/D" in r["algorithm"] and r["algorithm"].endswith(f"over {devices} devices")
         assert f"{devices} CPU processes" in r["details"]["device_setup"]
