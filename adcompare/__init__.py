@@ -4,11 +4,11 @@ Importing this package imports no AD framework; each adapter imports its framewo
 """
 from __future__ import annotations
 
-from .adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
-from .hookspecs import hookimpl
-from .loops import fold
-from .problem import Problem, grid, problem
-from .shapes import Shapes
+from adcompare.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
+from adcompare.hookspecs import hookimpl
+from adcompare.loops import fold
+from adcompare.problem import Problem, grid, problem
+from adcompare.shapes import Shapes
 
 try:
     from importlib.metadata import version as _version

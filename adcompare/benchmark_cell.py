@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from . import plugins
-from .cell import Cell
-from .errors import UnsupportedOperation
-from .execution import first_call
-from .status import Status
+from adcompare import plugins
+from adcompare.cell import Cell
+from adcompare.errors import UnsupportedOperation
+from adcompare.execution import first_call
+from adcompare.status import Status
 
 
 def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) -> None:

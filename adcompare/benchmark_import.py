@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .cell import Cell
-from .errors import ResultsFileError
-from .measurement import Check, Measurement, Timing
-from .status import Status
-from .timing_validity import timing_problem
+from adcompare.cell import Cell
+from adcompare.errors import ResultsFileError
+from adcompare.measurement import Check, Measurement, Timing
+from adcompare.status import Status
+from adcompare.timing_validity import timing_problem
 
 REQUIRED = ("adcompare_cell", "status", "first_call", "compile")
 

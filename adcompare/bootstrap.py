@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .measurement import Timing
+from adcompare.measurement import Timing
 
 RESAMPLES = 2000
 LEVEL = 0.95

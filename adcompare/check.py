@@ -22,14 +22,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from .adapter import CellInputs
-from .inputs import cell_inputs
-from .measurement import Check, Measurement
-from .operators import spec
-from .problem import Problem, Size
-from .reference import reference
-from .status import Status
-from .tolerance import scaled_error, tolerance
+from adcompare.adapter import CellInputs
+from adcompare.inputs import cell_inputs
+from adcompare.measurement import Check, Measurement
+from adcompare.operators import spec
+from adcompare.problem import Problem, Size
+from adcompare.reference import reference
+from adcompare.status import Status
+from adcompare.tolerance import scaled_error, tolerance
 
 PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process
 

@@ -5,9 +5,9 @@ import argparse
 
 from rich.console import Console
 
-from . import __version__
-from .errors import AdcompareError
-from .suites import SUITE_SUMMARIES, SUITES
+from adcompare import __version__
+from adcompare.errors import AdcompareError
+from adcompare.suites import SUITE_SUMMARIES, SUITES
 
 EPILOG = """\
 examples:
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     try:
-        from . import commands
+        from adcompare import commands
 
         return getattr(commands, f"cmd_{args.command}")(args)
     except AdcompareError as exc:

@@ -13,22 +13,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from . import display, environments, executors, plugins, provenance, runner, study
-from .comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
+from adcompare import display, environments, executors, plugins, provenance, runner, study
+from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
                          run_shifts)
-from .errors import UsageError
-from .expectations import expected_reason, labelled
-from .fingerprint import this_machine
-from .input_files import check_selected, file_fed, with_inputs
-from .plan import Selection
-from .plan import plan as make_plan
-from .reference import reference_value
-from .result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
-from .results import ResultsWriter, finished_keys, load
-from .shards import ShardSpec
-from .significance import NOISE
-from .status import Status
-from .suites import SUITES
+from adcompare.errors import UsageError
+from adcompare.expectations import expected_reason, labelled
+from adcompare.fingerprint import this_machine
+from adcompare.input_files import check_selected, file_fed, with_inputs
+from adcompare.plan import Selection
+from adcompare.plan import plan as make_plan
+from adcompare.reference import reference_value
+from adcompare.result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
+from adcompare.results import ResultsWriter, finished_keys, load
+from adcompare.shards import ShardSpec
+from adcompare.significance import NOISE
+from adcompare.status import Status
+from adcompare.suites import SUITES
 
 # Piped or redirected, tables keep readable columns instead of rich's 80-column default.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -272,14 +272,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _print_findings(measurements) -> None:
     """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
-    from .report.findings import findings, top
+    from adcompare.report.findings import findings, top
 
     found = findings(measurements)
     display.print_findings(out, top(found), len(found))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import build
+    from adcompare.report import build
 
     if args.figures and importlib.util.find_spec("matplotlib") is None:
         raise UsageError("--figures needs matplotlib, which is not installed; pip install 'adcompare[plot]'")

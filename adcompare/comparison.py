@@ -38,15 +38,15 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .bootstrap import Bootstrap, Ratio
-from .cell import CURRENT, Cell
-from .check import scaled_error
-from .errors import UsageError
-from .measurement import Measurement, Timing
-from .results import Results
-from .significance import NOISE, Difference, judge
-from .status import Status
-from .timing import median_interval
+from adcompare.bootstrap import Bootstrap, Ratio
+from adcompare.cell import CURRENT, Cell
+from adcompare.check import scaled_error
+from adcompare.errors import UsageError
+from adcompare.measurement import Measurement, Timing
+from adcompare.results import Results
+from adcompare.significance import NOISE, Difference, judge
+from adcompare.status import Status
+from adcompare.timing import median_interval
 
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model

@@ -9,17 +9,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import bootstrap
-from .cell import CURRENT, Cell
-from .expectations import expected_reason
-from .measurement import Measurement
-from .operators import OPERATORS
-from .plugins import Registry
-from .problem import output_shape
-from .significance import METHOD
-from .status import Status
-from .units import seconds
-from .suites import SUITE_SUMMARIES
+from adcompare import bootstrap
+from adcompare.cell import CURRENT, Cell
+from adcompare.expectations import expected_reason
+from adcompare.measurement import Measurement
+from adcompare.operators import OPERATORS
+from adcompare.plugins import Registry
+from adcompare.problem import output_shape
+from adcompare.significance import METHOD
+from adcompare.status import Status
+from adcompare.units import seconds
+from adcompare.suites import SUITE_SUMMARIES
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .adapter import Adapter
-from .cell import CURRENT, Cell
-from .errors import EnvironmentSetupError
-from .fingerprint import Machine
-from .measurement import Measurement
+from adcompare import __version__
+from adcompare.adapter import Adapter
+from adcompare.cell import CURRENT, Cell
+from adcompare.errors import EnvironmentSetupError
+from adcompare.fingerprint import Machine
+from adcompare.measurement import Measurement
 
 PACKAGE = Path(__file__).resolve().parent  # the adcompare package this process runs
 MANIFEST = "adcompare-environment.json"

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .cell import CURRENT, Cell, worker_group
-from .operators import minimum_elements, spec
-from .plugins import Registry
-from .reference import FULL_REFERENCE_BUDGET
-from .results import Results
-from .shapes import Shapes, shapes_of
-from .support import Support
-from .timing import TimingPolicy
+from adcompare.cell import CURRENT, Cell, worker_group
+from adcompare.operators import minimum_elements, spec
+from adcompare.plugins import Registry
+from adcompare.reference import FULL_REFERENCE_BUDGET
+from adcompare.results import Results
+from adcompare.shapes import Shapes, shapes_of
+from adcompare.support import Support
+from adcompare.timing import TimingPolicy
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}

@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from . import memory, timing
-from .adapter import Adapter, CellInputs, Prepared, Request
-from .cell import Cell
-from .check import check_result, describe, status_of
-from .errors import UnsupportedOperation
-from .inputs import cell_inputs
-from .measurement import Check, Measurement
-from .operators import expected_shape, spec
-from .problem import Problem, Size, example_output_shape, output_shape
-from .reference import ReferenceError
-from .status import Status
+from adcompare import memory, timing
+from adcompare.adapter import Adapter, CellInputs, Prepared, Request
+from adcompare.cell import Cell
+from adcompare.check import check_result, describe, status_of
+from adcompare.errors import UnsupportedOperation
+from adcompare.inputs import cell_inputs
+from adcompare.measurement import Check, Measurement
+from adcompare.operators import expected_shape, spec
+from adcompare.problem import Problem, Size, example_output_shape, output_shape
+from adcompare.reference import ReferenceError
+from adcompare.status import Status
 
 
 @dataclass(frozen=True)

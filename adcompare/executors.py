@@ -23,9 +23,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .errors import SchedulerError, UsageError
-from .result_files import ensure_folder
-from .results import merge_files
+from adcompare.errors import SchedulerError, UsageError
+from adcompare.result_files import ensure_folder
+from adcompare.results import merge_files
 
 err = Console(stderr=True)
 

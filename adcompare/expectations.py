@@ -22,11 +22,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from .cell import Cell
-from .fingerprint import installed_versions
-from .measurement import Measurement, declared_compiles
-from .operators import OPERATORS
-from .status import Status
+from adcompare.cell import Cell
+from adcompare.fingerprint import installed_versions
+from adcompare.measurement import Measurement, declared_compiles
+from adcompare.operators import OPERATORS
+from adcompare.status import Status
 
 DERIVATIVES = [op for op in OPERATORS if op != "value"]  # `value` traces nothing, so it runs
 _DIMENSION = re.compile(r"([A-Za-z]+)(\d+)")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adapter import CellInputs
-from .operators import spec
-from .problem import Problem, Size, output_shape
+from adcompare.adapter import CellInputs
+from adcompare.operators import spec
+from adcompare.problem import Problem, Size, output_shape
 
 VECTOR_SEED = 1234
 

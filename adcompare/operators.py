@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only
-    from .shapes import Shapes
+    from adcompare.shapes import Shapes
 
-from .errors import unknown
+from adcompare.errors import unknown
 
 
 DATA_PARALLEL = "data-parallel"

@@ -13,18 +13,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .adapter import STANDARD_VARIANTS
-from .cell import CURRENT, Cell
-from .environments import EnvironmentSpec, in_environments
-from .errors import RequiredFrameworkMissing, UsageError, unknown
-from .measurement import Measurement
-from .operators import OPERATORS, applicable, data_parallel, devices_unfit
-from .plugins import Registry
-from .preflight import too_large
-from .problem import DTYPES, Problem
-from .shapes import shapes_of
-from .status import Status
-from .suites import SUITE_DTYPES, SUITES, allows, suite_devices
+from adcompare.adapter import STANDARD_VARIANTS
+from adcompare.cell import CURRENT, Cell
+from adcompare.environments import EnvironmentSpec, in_environments
+from adcompare.errors import RequiredFrameworkMissing, UsageError, unknown
+from adcompare.measurement import Measurement
+from adcompare.operators import OPERATORS, applicable, data_parallel, devices_unfit
+from adcompare.plugins import Registry
+from adcompare.preflight import too_large
+from adcompare.problem import DTYPES, Problem
+from adcompare.shapes import shapes_of
+from adcompare.status import Status
+from adcompare.suites import SUITE_DTYPES, SUITES, allows, suite_devices
 
 __all__ = ["DEVICES", "STANDARD_VARIANTS", "Plan", "Selection", "gpu_present", "plan", "required_frameworks",
            "usable_adapters"]

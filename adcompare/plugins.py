@@ -18,10 +18,10 @@ from types import ModuleType
 
 import pluggy
 
-from . import hookspecs
-from .adapter import Adapter
-from .errors import PluginError, ProblemDefinitionError, unknown
-from .problem import Problem, ProblemDefinition, problems_in
+from adcompare import hookspecs
+from adcompare.adapter import Adapter
+from adcompare.errors import PluginError, ProblemDefinitionError, unknown
+from adcompare.problem import Problem, ProblemDefinition, problems_in
 
 ENTRY_POINT_GROUP = "adcompare"
 

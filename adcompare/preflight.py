@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
-from .adapter import Adapter
-from .operators import minimum_elements
-from .problem import Problem, Size
-from .shapes import shapes_of
+from adcompare.adapter import Adapter
+from adcompare.operators import minimum_elements
+from adcompare.problem import Problem, Size
+from adcompare.shapes import shapes_of
 
 SAFETY_FACTOR = 4
 

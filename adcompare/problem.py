@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProblemDefinitionError, closest, unknown
-from .operators import OPERATORS, applicable
-from .shapes import Shapes, shapes_of
+from adcompare.errors import ProblemDefinitionError, closest, unknown
+from adcompare.operators import OPERATORS, applicable
+from adcompare.shapes import Shapes, shapes_of
 
 DTYPES = ("float32", "float64")
 

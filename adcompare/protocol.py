@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TextIO
 
-from .cell import Cell
-from .measurement import Measurement
-from .timing import TimingPolicy
+from adcompare.cell import Cell
+from adcompare.measurement import Measurement
+from adcompare.timing import TimingPolicy
 
 WORKER = "worker"  # the "record" field of the first record
 CELL = "cell"  # the "record" field of each measurement

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .fingerprint import Machine
+from adcompare import __version__
+from adcompare.fingerprint import Machine
 
 
 def git_commit() -> str | None:

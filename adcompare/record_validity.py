@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from .cell import FIELDS
-from .measurement import Check, Timing
-from .status import Status
-from .support import Support
-from .timing_validity import timing_problem
+from adcompare.cell import FIELDS
+from adcompare.measurement import Check, Timing
+from adcompare.status import Status
+from adcompare.support import Support
+from adcompare.timing_validity import timing_problem
 
 
 def _required(cls: type) -> tuple[str, ...]:

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from .adapter import CellInputs
-from .operators import spec
-from .problem import Problem, Size
-from .tolerance import scaled_error
+from adcompare.adapter import CellInputs
+from adcompare.operators import spec
+from adcompare.problem import Problem, Size
+from adcompare.tolerance import scaled_error
 
 EPS = float(np.finfo(np.float64).eps)
 FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from .benchmark_import import load_benchmark_json
-from .check import cross_check
-from .errors import ResultsFileError, UsageError
-from .result_files import ensure_folder, refuse_existing
-from .fingerprint import Machine
-from .measurement import Measurement
-from .record_validity import record_problem
+from adcompare.benchmark_import import load_benchmark_json
+from adcompare.check import cross_check
+from adcompare.errors import ResultsFileError, UsageError
+from adcompare.result_files import ensure_folder, refuse_existing
+from adcompare.fingerprint import Machine
+from adcompare.measurement import Measurement
+from adcompare.record_validity import record_problem
 
 FORMAT = "adcompare-results"
 SCHEMA = 2

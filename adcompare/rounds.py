@@ -22,8 +22,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .measurement import Measurement, Timing
-from .status import Status
+from adcompare.measurement import Measurement, Timing
+from adcompare.status import Status
 
 
 def timed(m: Measurement) -> bool:

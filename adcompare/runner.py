@@ -16,16 +16,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .budget import left_out
-from .cell import CURRENT, Cell
-from .check import cross_check
-from .measurement import Measurement
-from .plan import Plan
-from .plugins import Registry
-from .rounds import merge_rounds, timed
-from .status import Status
-from .timing import TimingPolicy
-from .worker_process import WorkerProcess
+from adcompare.budget import left_out
+from adcompare.cell import CURRENT, Cell
+from adcompare.check import cross_check
+from adcompare.measurement import Measurement
+from adcompare.plan import Plan
+from adcompare.plugins import Registry
+from adcompare.rounds import merge_rounds, timed
+from adcompare.status import Status
+from adcompare.timing import TimingPolicy
+from adcompare.worker_process import WorkerProcess
 
 
 @dataclass

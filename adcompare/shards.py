@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cell import Cell
-from .errors import UsageError
-from .estimate import Estimate
+from adcompare.cell import Cell
+from adcompare.errors import UsageError
+from adcompare.estimate import Estimate
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import budget
-from .errors import ResultsFileError
-from .estimate import Estimate, History, estimate
-from .measurement import Measurement
-from .plugins import Registry
-from .preflight import estimate_bytes
-from .results import load
-from .plan import Plan, Selection
-from .plan import plan as make_plan
-from .shards import ShardSpec, owns_decided, shard_cells
+from adcompare import budget
+from adcompare.errors import ResultsFileError
+from adcompare.estimate import Estimate, History, estimate
+from adcompare.measurement import Measurement
+from adcompare.plugins import Registry
+from adcompare.preflight import estimate_bytes
+from adcompare.results import load
+from adcompare.plan import Plan, Selection
+from adcompare.plan import plan as make_plan
+from adcompare.shards import ShardSpec, owns_decided, shard_cells
 
 
 @dataclass(frozen=True)

@@ -54,22 +54,22 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from . import plugins
-from .adapter import Adapter, Availability, Capability, Request
-from .cell import Cell
-from .execution import describe_exception, first_call
-from .inputs import cell_inputs
-from .measurement import Check
-from .namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
-from .operators import OPERATORS, data_parallel, minimum_elements
-from .problem import Problem
-from .problem import applicable_operators as admitted_operators
-from .problem import problem as declare_problem
-from .plan import Plan
-from .runner import RunOptions, run
-from .shapes import Shapes, shapes_of
-from .status import Status
-from .tolerance import scaled_error, tolerance
+from adcompare import plugins
+from adcompare.adapter import Adapter, Availability, Capability, Request
+from adcompare.cell import Cell
+from adcompare.execution import describe_exception, first_call
+from adcompare.inputs import cell_inputs
+from adcompare.measurement import Check
+from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
+from adcompare.operators import OPERATORS, data_parallel, minimum_elements
+from adcompare.problem import Problem
+from adcompare.problem import applicable_operators as admitted_operators
+from adcompare.problem import problem as declare_problem
+from adcompare.plan import Plan
+from adcompare.runner import RunOptions, run
+from adcompare.shapes import Shapes, shapes_of
+from adcompare.status import Status
+from adcompare.tolerance import scaled_error, tolerance
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
 CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .adapter import Prepared
-from .measurement import Timing
+from adcompare.adapter import Prepared
+from adcompare.measurement import Timing
 
 FIRST_CALL_MINUS_STEADY = "first call minus steady state"
 

@@ -25,13 +25,13 @@ import sys
 import time
 from dataclasses import replace
 
-from . import plugins
-from .execution import ExecutionOptions, describe_exception, run_cell
-from .input_files import with_inputs
-from .measurement import Measurement
-from .operators import data_parallel
-from .protocol import CellRecord, Request, WorkerInfo, send
-from .status import Status
+from adcompare import plugins
+from adcompare.execution import ExecutionOptions, describe_exception, run_cell
+from adcompare.input_files import with_inputs
+from adcompare.measurement import Measurement
+from adcompare.operators import data_parallel
+from adcompare.protocol import CellRecord, Request, WorkerInfo, send
+from adcompare.status import Status
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2)

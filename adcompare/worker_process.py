@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cell import Cell
-from .measurement import Measurement
-from .protocol import WORKER, CellRecord, Request, WorkerInfo, line
-from .status import Status
-from .timing import TimingPolicy
+from adcompare.cell import Cell
+from adcompare.measurement import Measurement
+from adcompare.protocol import WORKER, CellRecord, Request, WorkerInfo, line
+from adcompare.status import Status
+from adcompare.timing import TimingPolicy
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")

@@ -5,6 +5,6 @@ own module (summary, compile_cost, relative_cost, correctness, cells_table) and 
 """
 from __future__ import annotations
 
-from .page import build
+from adcompare.report.page import build
 
 __all__ = ["build"]

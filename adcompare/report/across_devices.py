@@ -18,14 +18,14 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..bootstrap import Bootstrap, Ratio
-from ..measurement import Measurement
-from ..operators import data_parallel
-from ..units import seconds
-from .figures import style
-from .sizes import sort_key
-from .summary import entry, operator_order, sample_key, timed
-from .svgchart import Chart, LegendItem, Palette, Panel, Series
+from adcompare.bootstrap import Bootstrap, Ratio
+from adcompare.measurement import Measurement
+from adcompare.operators import data_parallel
+from adcompare.units import seconds
+from adcompare.report.figures import style
+from adcompare.report.sizes import sort_key
+from adcompare.report.summary import entry, operator_order, sample_key, timed
+from adcompare.report.svgchart import Chart, LegendItem, Palette, Panel, Series
 
 FORMULA = "T(1) ÷ (D · T(D)): 1 is a perfect split of the batch, 1/D no gain over one device"
 HOST_DEVICES = "cpu"  # the device kind whose D > 1 devices are emulated on one machine's cores

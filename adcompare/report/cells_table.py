@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..cell import FIELDS, Cell
-from ..expectations import expected_reason
-from ..measurement import Measurement
-from . import sizes
-from .compile_cost import compile_seconds
-from .summary import operator_order
+from adcompare.cell import FIELDS, Cell
+from adcompare.expectations import expected_reason
+from adcompare.measurement import Measurement
+from adcompare.report import sizes
+from adcompare.report.compile_cost import compile_seconds
+from adcompare.report.summary import operator_order
 
 
 def _num(value: float | int | None, digits: int = 4) -> str:

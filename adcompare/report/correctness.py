@@ -11,11 +11,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..expectations import expected_reason
-from ..measurement import Measurement
-from ..status import Status
-from . import sizes
-from .summary import entry, operator_order
+from adcompare.expectations import expected_reason
+from adcompare.measurement import Measurement
+from adcompare.status import Status
+from adcompare.report import sizes
+from adcompare.report.summary import entry, operator_order
 
 NOT_RUN = frozenset({Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED})
 

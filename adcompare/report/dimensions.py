@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import plugins
-from ..measurement import Measurement
-from ..operators import OPERATORS
-from ..problem import example_output_shape, output_shape
+from adcompare import plugins
+from adcompare.measurement import Measurement
+from adcompare.operators import OPERATORS
+from adcompare.problem import example_output_shape, output_shape
 
 
 @dataclass

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from markupsafe import Markup
 
-from ..comparison import EnvironmentPair, pair_environments
-from ..results import Results
+from adcompare.comparison import EnvironmentPair, pair_environments
+from adcompare.results import Results
 
 TITLE = "Environments side by side"
 

@@ -9,14 +9,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from ..measurement import Measurement
-from . import relative_cost, sizes
-from .compile_cost import CompileCost
-from .dimensions import Dimensions
-from .summary import entry, operator_order, timed
-from ..support import Support
-from ..units import seconds
-from .svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
+from adcompare.measurement import Measurement
+from adcompare.report import relative_cost, sizes
+from adcompare.report.compile_cost import CompileCost
+from adcompare.report.dimensions import Dimensions
+from adcompare.report.summary import entry, operator_order, timed
+from adcompare.support import Support
+from adcompare.units import seconds
+from adcompare.report.svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
 
 # Line dashes by what the variant is, as its measurement records it (Measurement.compiled): compiled code solid
 # (or nearly), eager code dashed. The adapter's second variant of one kind (TensorFlow's `graph` beside `compiled`,

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from ..bootstrap import Bootstrap
-from ..cell import CURRENT
-from ..measurement import Measurement
-from ..significance import Difference, judge
-from . import across_devices
-from .sizes import sort_key
-from .summary import entry, sample_key, timed
+from adcompare.bootstrap import Bootstrap
+from adcompare.cell import CURRENT
+from adcompare.measurement import Measurement
+from adcompare.significance import Difference, judge
+from adcompare.report import across_devices
+from adcompare.report.sizes import sort_key
+from adcompare.report.summary import entry, sample_key, timed
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
 NOT_MEASURABLE = "not measurable here"

@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from ..bootstrap import Bootstrap
-from ..expectations import expected, expected_reason
-from ..measurement import Measurement
-from ..status import Status
-from ..support import Support
-from ..units import seconds
-from . import sizes
-from .summary import entry, operator_order, sample_key, timed
-from .svgchart import CHAR_W, esc
+from adcompare.bootstrap import Bootstrap
+from adcompare.expectations import expected, expected_reason
+from adcompare.measurement import Measurement
+from adcompare.status import Status
+from adcompare.support import Support
+from adcompare.units import seconds
+from adcompare.report import sizes
+from adcompare.report.summary import entry, operator_order, sample_key, timed
+from adcompare.report.svgchart import CHAR_W, esc
 
 # viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)
 VIRIDIS = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",

@@ -19,17 +19,17 @@ from typing import Any
 
 import jinja2
 
-from ..expectations import expected_reason, expected_reproducer
-from ..measurement import Measurement
-from ..results import Results
-from ..status import MEANINGS, Status
-from ..support import Support
-from ..units import seconds
-from .. import bootstrap, significance
-from . import (across_devices, cells_table, compile_cost, correctness, environments, figures, findings,
+from adcompare.expectations import expected_reason, expected_reproducer
+from adcompare.measurement import Measurement
+from adcompare.results import Results
+from adcompare.status import MEANINGS, Status
+from adcompare.support import Support
+from adcompare.units import seconds
+from adcompare import bootstrap, significance
+from adcompare.report import (across_devices, cells_table, compile_cost, correctness, environments, figures, findings,
                framework_bugs, heatmap, relative_cost, summary)
-from .dimensions import Dimensions
-from .svgchart import Chart, Palette
+from adcompare.report.dimensions import Dimensions
+from adcompare.report.svgchart import Chart, Palette
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
                     "numpy", "adcompare", "git_commit")
@@ -208,7 +208,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         machine_label)
     clock.mark("figures")
     if figures_dir is not None:
-        from . import paper  # matplotlib is an optional extra: imported only when figures are asked for
+        from adcompare.report import paper  # matplotlib is an optional extra: imported only when figures are asked for
 
         paper.write([("overview", h) for h in glance] + [
             (section, f.chart) for section, items in (("scaling", scaling), ("forward-reverse", crossing),

@@ -22,8 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from .heatmap import VIRIDIS, Heatmap, decade
-from .svgchart import Chart, Panel
+from adcompare.report.heatmap import VIRIDIS, Heatmap, decade
+from adcompare.report.svgchart import Chart, Panel
 
 MARKERS = {"circle": "o", "square": "s", "diamond": "D", "triangle": "^", "down": "v", "cross": "x", "plus": "+"}
 STYLE = {"pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8,

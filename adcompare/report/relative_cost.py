@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..measurement import Measurement
-from .summary import timed
+from adcompare.measurement import Measurement
+from adcompare.report.summary import timed
 
 CHEAP_GRADIENT_BAND = (4.0, 5.0)
 BOUNDED_OPERATORS = ("grad", "vjp", "vmap_grad")  # reverse-mode scalar/co-vector products: the bound applies

@@ -12,13 +12,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..measurement import Measurement
-from ..operators import OPERATORS
-from ..status import Status
-from . import sizes
-from ..bootstrap import Bootstrap, Ratio
-from ..significance import Difference, judge
-from ..cell import CURRENT
+from adcompare.measurement import Measurement
+from adcompare.operators import OPERATORS
+from adcompare.status import Status
+from adcompare.report import sizes
+from adcompare.bootstrap import Bootstrap, Ratio
+from adcompare.significance import Difference, judge
+from adcompare.cell import CURRENT
 
 
 def entry(m: Measurement) -> str:
