@@ -23,7 +23,7 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Bound, Capability, Prepared
-from adcompare.errors import CellFailure
+from adcompare.model.errors import CellFailure
 
 from . import autograd_namespace
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from adcompare import hookimpl, loops
+from adcompare import hookimpl
+from adcompare.model import loops
 from adcompare.adapter import Adapter, Bound, Capability, Prepared
 
 ALGORITHMS = {

@@ -49,8 +49,8 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.adapter import Adapter, Bound, Capability, Prepared
-from adcompare.errors import CellFailure
-from adcompare.operators import data_parallel
+from adcompare.model.errors import CellFailure
+from adcompare.model.operators import data_parallel
 
 from . import tensorflow_namespace
 

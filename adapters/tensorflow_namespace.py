@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from adcompare import loops
+from adcompare.model import loops
 
 
 def import_tensorflow() -> ModuleType:

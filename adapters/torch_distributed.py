@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.problem import Problem
+from adcompare.model.problem import Problem
 
 from .torch_namespace import fixed_namespace
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from adcompare.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
 from adcompare.hookspecs import hookimpl
-from adcompare.loops import fold
-from adcompare.problem import Problem, grid, problem
-from adcompare.shapes import Shapes
+from adcompare.model.loops import fold
+from adcompare.model.problem import Problem, grid, problem
+from adcompare.model.shapes import Shapes
 
 try:
     from importlib.metadata import version as _version

@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from adcompare.errors import UnsupportedOperation
-from adcompare.fingerprint import installed_versions
-from adcompare.operators import data_parallel, minimum_elements
-from adcompare.problem import Problem
-from adcompare.shapes import Shapes
-from adcompare.support import Support
+from adcompare.model.errors import UnsupportedOperation
+from adcompare.model.fingerprint import installed_versions
+from adcompare.model.operators import data_parallel, minimum_elements
+from adcompare.model.problem import Problem
+from adcompare.model.shapes import Shapes
+from adcompare.model.support import Support
 
 
 STANDARD_VARIANTS = ("eager", "compiled")  # planned for every adapter: one it lacks is reported unsupported

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from adcompare import plugins
-from adcompare.cell import Cell
-from adcompare.errors import UnsupportedOperation
+from adcompare.model.cell import Cell
+from adcompare.model.errors import UnsupportedOperation
 from adcompare.execution import first_call
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 
 def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) -> None:

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adcompare.cell import Cell
-from adcompare.errors import ResultsFileError
-from adcompare.measurement import Check, Measurement, Timing
-from adcompare.status import Status
+from adcompare.model.cell import Cell
+from adcompare.model.errors import ResultsFileError
+from adcompare.model.measurement import Check, Measurement, Timing
+from adcompare.model.status import Status
 from adcompare.timing_validity import timing_problem
 
 REQUIRED = ("adcompare_cell", "status", "first_call", "compile")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adcompare.measurement import Timing
+from adcompare.model.measurement import Timing
 
 RESAMPLES = 2000
 LEVEL = 0.95

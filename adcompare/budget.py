@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from adcompare.cell import Cell
-from adcompare.errors import UsageError
+from adcompare.model.cell import Cell
+from adcompare.model.errors import UsageError
 from adcompare.estimate import Estimate
-from adcompare.measurement import Measurement
-from adcompare.status import Status
+from adcompare.model.measurement import Measurement
+from adcompare.model.status import Status
 
 def parse_duration(text: str) -> float:
     """Seconds in '90', '90s', '15m', '1.5h' or '1h30m'."""

@@ -24,11 +24,11 @@ import numpy as np
 
 from adcompare.adapter import CellInputs
 from adcompare.inputs import cell_inputs
-from adcompare.measurement import Check, Measurement
-from adcompare.operators import spec
-from adcompare.problem import Problem, Size
+from adcompare.model.measurement import Check, Measurement
+from adcompare.model.operators import spec
+from adcompare.model.problem import Problem, Size
 from adcompare.reference import reference
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.tolerance import scaled_error, tolerance
 
 PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process

@@ -6,7 +6,7 @@ import argparse
 from rich.console import Console
 
 from adcompare import __version__
-from adcompare.errors import AdcompareError
+from adcompare.model.errors import AdcompareError
 from adcompare.suites import SUITE_SUMMARIES, SUITES
 
 EPILOG = """\

@@ -16,9 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from adcompare import display, environments, executors, plugins, provenance, runner, study
 from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
                          run_shifts)
-from adcompare.errors import UsageError
+from adcompare.model.errors import UsageError
 from adcompare.expectations import expected_reason, labelled
-from adcompare.fingerprint import this_machine
+from adcompare.model.fingerprint import this_machine
 from adcompare.input_files import check_selected, file_fed, with_inputs
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
@@ -27,7 +27,7 @@ from adcompare.result_files import RESULTS_DIR, ensure_folder, latest_results, n
 from adcompare.results import ResultsWriter, finished_keys, load
 from adcompare.shards import ShardSpec
 from adcompare.significance import NOISE
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.suites import SUITES
 
 # Piped or redirected, tables keep readable columns instead of rich's 80-column default.

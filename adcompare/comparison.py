@@ -39,13 +39,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from adcompare.bootstrap import Bootstrap, Ratio
-from adcompare.cell import CURRENT, Cell
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.check import scaled_error
-from adcompare.errors import UsageError
-from adcompare.measurement import Measurement, Timing
+from adcompare.model.errors import UsageError
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.results import Results
 from adcompare.significance import NOISE, Difference, judge
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import median_interval
 
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare

@@ -10,15 +10,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from adcompare import bootstrap
-from adcompare.cell import CURRENT, Cell
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.expectations import expected_reason
-from adcompare.measurement import Measurement
-from adcompare.operators import OPERATORS
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import OPERATORS
 from adcompare.plugins import Registry
-from adcompare.problem import output_shape
+from adcompare.model.problem import output_shape
 from adcompare.significance import METHOD
-from adcompare.status import Status
-from adcompare.units import seconds
+from adcompare.model.status import Status
+from adcompare.model.units import seconds
 from adcompare.suites import SUITE_SUMMARIES
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}

@@ -30,10 +30,10 @@ from typing import Any
 
 from adcompare import __version__
 from adcompare.adapter import Adapter
-from adcompare.cell import CURRENT, Cell
-from adcompare.errors import EnvironmentSetupError
-from adcompare.fingerprint import Machine
-from adcompare.measurement import Measurement
+from adcompare.model.cell import CURRENT, Cell
+from adcompare.model.errors import EnvironmentSetupError
+from adcompare.model.fingerprint import Machine
+from adcompare.model.measurement import Measurement
 
 PACKAGE = Path(__file__).resolve().parent  # the adcompare package this process runs
 MANIFEST = "adcompare-environment.json"

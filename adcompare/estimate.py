@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adcompare.cell import CURRENT, Cell, worker_group
-from adcompare.operators import minimum_elements, spec
+from adcompare.model.cell import CURRENT, Cell, worker_group
+from adcompare.model.operators import minimum_elements, spec
 from adcompare.plugins import Registry
 from adcompare.reference import FULL_REFERENCE_BUDGET
 from adcompare.results import Results
-from adcompare.shapes import Shapes, shapes_of
-from adcompare.support import Support
+from adcompare.model.shapes import Shapes, shapes_of
+from adcompare.model.support import Support
 from adcompare.timing import TimingPolicy
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.

@@ -18,15 +18,15 @@ import numpy as np
 
 from adcompare import memory, timing
 from adcompare.adapter import Adapter, CellInputs, Prepared, Request
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.check import check_result, describe, status_of
-from adcompare.errors import UnsupportedOperation
+from adcompare.model.errors import UnsupportedOperation
 from adcompare.inputs import cell_inputs
-from adcompare.measurement import Check, Measurement
-from adcompare.operators import expected_shape, spec
-from adcompare.problem import Problem, Size, example_output_shape, output_shape
+from adcompare.model.measurement import Check, Measurement
+from adcompare.model.operators import expected_shape, spec
+from adcompare.model.problem import Problem, Size, example_output_shape, output_shape
 from adcompare.reference import ReferenceError
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from adcompare.errors import SchedulerError, UsageError
+from adcompare.model.errors import SchedulerError, UsageError
 from adcompare.result_files import ensure_folder
 from adcompare.results import merge_files
 

@@ -22,11 +22,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from adcompare.cell import Cell
-from adcompare.fingerprint import installed_versions
-from adcompare.measurement import Measurement, declared_compiles
-from adcompare.operators import OPERATORS
-from adcompare.status import Status
+from adcompare.model.cell import Cell
+from adcompare.model.fingerprint import installed_versions
+from adcompare.model.measurement import Measurement, declared_compiles
+from adcompare.model.operators import OPERATORS
+from adcompare.model.status import Status
 
 DERIVATIVES = [op for op in OPERATORS if op != "value"]  # `value` traces nothing, so it runs
 _DIMENSION = re.compile(r"([A-Za-z]+)(\d+)")

@@ -16,7 +16,7 @@ def adcompare_adapters() -> Iterable["adcompare.Adapter"]:  # noqa: F821
 
 
 @hookspec
-def adcompare_problems() -> Iterable["adcompare.problem.Problem"]:  # noqa: F821
+def adcompare_problems() -> Iterable["adcompare.model.problem.Problem"]:  # noqa: F821
     """Return problems (or `@problem` definitions). Called once when the plugin manager is built."""
 
 

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from adcompare.errors import UsageError
+from adcompare.model.errors import UsageError
 from adcompare.plugins import Registry
-from adcompare.problem import Problem, Size, file_sha256, read_input_file
+from adcompare.model.problem import Problem, Size, file_sha256, read_input_file
 
 
 def _one_line(exc: BaseException) -> str:

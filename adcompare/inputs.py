@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from adcompare.adapter import CellInputs
-from adcompare.operators import spec
-from adcompare.problem import Problem, Size, output_shape
+from adcompare.model.operators import spec
+from adcompare.model.problem import Problem, Size, output_shape
 
 VECTOR_SEED = 1234
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.problem import output_shape
+from adcompare.model.problem import output_shape
 
 Probe = Callable[[Any, ModuleType], Any]
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from adcompare.adapter import STANDARD_VARIANTS
-from adcompare.cell import CURRENT, Cell
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.environments import EnvironmentSpec, in_environments
-from adcompare.errors import RequiredFrameworkMissing, UsageError, unknown
-from adcompare.measurement import Measurement
-from adcompare.operators import OPERATORS, applicable, data_parallel, devices_unfit
+from adcompare.model.errors import RequiredFrameworkMissing, UsageError, unknown
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import OPERATORS, applicable, data_parallel, devices_unfit
 from adcompare.plugins import Registry
 from adcompare.preflight import too_large
-from adcompare.problem import DTYPES, Problem
-from adcompare.shapes import shapes_of
-from adcompare.status import Status
+from adcompare.model.problem import DTYPES, Problem
+from adcompare.model.shapes import shapes_of
+from adcompare.model.status import Status
 from adcompare.suites import SUITE_DTYPES, SUITES, allows, suite_devices
 
 __all__ = ["DEVICES", "STANDARD_VARIANTS", "Plan", "Selection", "gpu_present", "plan", "required_frameworks",

@@ -20,8 +20,8 @@ import pluggy
 
 from adcompare import hookspecs
 from adcompare.adapter import Adapter
-from adcompare.errors import PluginError, ProblemDefinitionError, unknown
-from adcompare.problem import Problem, ProblemDefinition, problems_in
+from adcompare.model.errors import PluginError, ProblemDefinitionError, unknown
+from adcompare.model.problem import Problem, ProblemDefinition, problems_in
 
 ENTRY_POINT_GROUP = "adcompare"
 

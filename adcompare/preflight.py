@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 
 from adcompare.adapter import Adapter
-from adcompare.operators import minimum_elements
-from adcompare.problem import Problem, Size
-from adcompare.shapes import shapes_of
+from adcompare.model.operators import minimum_elements
+from adcompare.model.problem import Problem, Size
+from adcompare.model.shapes import shapes_of
 
 SAFETY_FACTOR = 4
 

@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TextIO
 
-from adcompare.cell import Cell
-from adcompare.measurement import Measurement
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement
 from adcompare.timing import TimingPolicy
 
 WORKER = "worker"  # the "record" field of the first record

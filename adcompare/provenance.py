@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import __version__
-from adcompare.fingerprint import Machine
+from adcompare.model.fingerprint import Machine
 
 
 def git_commit() -> str | None:

@@ -63,7 +63,7 @@ def _selection(config: pytest.Config):
 def _param(cell, registry):
     """A cell, marked when it is a known limitation: crashes are skipped (in-process), failures strict xfails."""
     from adcompare.expectations import expected
-    from adcompare.status import Status
+    from adcompare.model.status import Status
 
     known = expected(cell, registry.problems[cell.problem].compilable)
     if known is None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from adcompare.cell import FIELDS
-from adcompare.measurement import Check, Timing
-from adcompare.status import Status
-from adcompare.support import Support
+from adcompare.model.cell import FIELDS
+from adcompare.model.measurement import Check, Timing
+from adcompare.model.status import Status
+from adcompare.model.support import Support
 from adcompare.timing_validity import timing_problem
 
 

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from adcompare.adapter import CellInputs
-from adcompare.operators import spec
-from adcompare.problem import Problem, Size
+from adcompare.model.operators import spec
+from adcompare.model.problem import Problem, Size
 from adcompare.tolerance import scaled_error
 
 EPS = float(np.finfo(np.float64).eps)

@@ -11,7 +11,7 @@ import datetime
 import os
 from pathlib import Path
 
-from adcompare.errors import UsageError
+from adcompare.model.errors import UsageError
 
 RESULTS_DIR = Path("results")
 

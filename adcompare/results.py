@@ -29,10 +29,10 @@ import numpy as np
 
 from adcompare.benchmark_import import load_benchmark_json
 from adcompare.check import cross_check
-from adcompare.errors import ResultsFileError, UsageError
+from adcompare.model.errors import ResultsFileError, UsageError
 from adcompare.result_files import ensure_folder, refuse_existing
-from adcompare.fingerprint import Machine
-from adcompare.measurement import Measurement
+from adcompare.model.fingerprint import Machine
+from adcompare.model.measurement import Measurement
 from adcompare.record_validity import record_problem
 
 FORMAT = "adcompare-results"

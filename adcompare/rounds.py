@@ -22,8 +22,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
-from adcompare.measurement import Measurement, Timing
-from adcompare.status import Status
+from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.status import Status
 
 
 def timed(m: Measurement) -> bool:

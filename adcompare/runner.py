@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adcompare.budget import left_out
-from adcompare.cell import CURRENT, Cell
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.check import cross_check
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.plan import Plan
 from adcompare.plugins import Registry
 from adcompare.rounds import merge_rounds, timed
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy
 from adcompare.worker_process import WorkerProcess
 

@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adcompare.cell import Cell
-from adcompare.errors import UsageError
+from adcompare.model.cell import Cell
+from adcompare.model.errors import UsageError
 from adcompare.estimate import Estimate
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from adcompare import budget
-from adcompare.errors import ResultsFileError
+from adcompare.model.errors import ResultsFileError
 from adcompare.estimate import Estimate, History, estimate
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.plugins import Registry
 from adcompare.preflight import estimate_bytes
 from adcompare.results import load

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adcompare.cell import Cell
-from adcompare.operators import OPERATORS
-from adcompare.problem import Size, grid
+from adcompare.model.cell import Cell
+from adcompare.model.operators import OPERATORS
+from adcompare.model.problem import Size, grid
 
 SCALING_N = ("n10", "n100", "n1000", "n10000")
 P_SWEEP = ("n5-p8-o2", "n5-p64-o2", "n5-p512-o2")

@@ -56,19 +56,19 @@ import pytest
 
 from adcompare import plugins
 from adcompare.adapter import Adapter, Availability, Capability, Request
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.execution import describe_exception, first_call
 from adcompare.inputs import cell_inputs
-from adcompare.measurement import Check
+from adcompare.model.measurement import Check
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
-from adcompare.operators import OPERATORS, data_parallel, minimum_elements
-from adcompare.problem import Problem
-from adcompare.problem import applicable_operators as admitted_operators
-from adcompare.problem import problem as declare_problem
+from adcompare.model.operators import OPERATORS, data_parallel, minimum_elements
+from adcompare.model.problem import Problem
+from adcompare.model.problem import applicable_operators as admitted_operators
+from adcompare.model.problem import problem as declare_problem
 from adcompare.plan import Plan
 from adcompare.runner import RunOptions, run
-from adcompare.shapes import Shapes, shapes_of
-from adcompare.status import Status
+from adcompare.model.shapes import Shapes, shapes_of
+from adcompare.model.status import Status
 from adcompare.tolerance import scaled_error, tolerance
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
@@ -232,10 +232,10 @@ def refusal_failure(adapter: Adapter, problem: Problem, case: Case, dtype: str, 
         if case.operator in message or case.variant in message:
             return None
         return (f"raised {type(exc).__name__}({message!r}), which names neither {case.operator!r} nor "
-                f"{case.variant!r}; raise adcompare.errors.UnsupportedOperation with the capability's reason")
+                f"{case.variant!r}; raise adcompare.model.errors.UnsupportedOperation with the capability's reason")
     reason = adapter.capability(case.operator, case.variant).reason
     return (f"declared unsupported ({reason}) but prepare and run returned a result: a faked cell; raise "
-            f"adcompare.errors.UnsupportedOperation in prepare")
+            f"adcompare.model.errors.UnsupportedOperation in prepare")
 
 
 @cache
@@ -340,13 +340,13 @@ def probe_mismatches(adapter: Adapter, names, dtype: str) -> list[str]:
 # Run in a fresh interpreter: rebuild the adapter from a pickle and ask only what `adcompare list` asks.
 _IMPORT_PROBE = """
 import json, pickle, sys
-import adcompare, adcompare.operators
+import adcompare, adcompare.model.operators
 before = set(sys.modules)
 adapter = pickle.loads(sys.stdin.buffer.read())
 preloaded = adapter.module in before
 adapter.available(), adapter.versions(), adapter.name, dict(adapter.variants)
 for variant in (*adapter.variants, "eager", "compiled"):
-    for op in adcompare.operators.OPERATORS:
+    for op in adcompare.model.operators.OPERATORS:
         adapter.capability(op, variant)
 print(json.dumps({"preloaded": preloaded, "imported": sorted(m for m in set(sys.modules) - before
                   if m.split(".")[0] == adapter.module.split(".")[0])}))

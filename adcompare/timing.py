@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adcompare.adapter import Prepared
-from adcompare.measurement import Timing
+from adcompare.model.measurement import Timing
 
 FIRST_CALL_MINUS_STEADY = "first call minus steady state"
 

@@ -28,10 +28,10 @@ from dataclasses import replace
 from adcompare import plugins
 from adcompare.execution import ExecutionOptions, describe_exception, run_cell
 from adcompare.input_files import with_inputs
-from adcompare.measurement import Measurement
-from adcompare.operators import data_parallel
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import data_parallel
 from adcompare.protocol import CellRecord, Request, WorkerInfo, send
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2)

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adcompare.cell import Cell
-from adcompare.measurement import Measurement
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement
 from adcompare.protocol import WORKER, CellRecord, Request, WorkerInfo, line
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",

@@ -26,7 +26,7 @@ import tempfile
 from adcompare import plugins
 from adcompare.adapter import Request
 from adcompare.inputs import cell_inputs
-from adcompare.problem import problem as declare_problem
+from adcompare.model.problem import problem as declare_problem
 from adcompare.timing import TimingPolicy, first_call, measure
 
 SIZES = (2048, 4096, 8192)

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from adcompare import report, results
-from adcompare.cell import Cell
-from adcompare.measurement import Check, Measurement, Timing
-from adcompare.operators import OPERATORS
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Check, Measurement, Timing
+from adcompare.model.operators import OPERATORS
 from adcompare.results import ResultsWriter
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 ADAPTERS = {"jax": 1.0, "torch": 1.3, "tensorflow": 1.8, "autograd": 4.0}
 SIZES = {

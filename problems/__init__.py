@@ -5,7 +5,7 @@ import importlib
 import pkgutil
 
 from adcompare import hookimpl
-from adcompare.problem import problems_in
+from adcompare.model.problem import problems_in
 
 
 @hookimpl

@@ -35,8 +35,9 @@ import json
 
 import numpy as np
 
-from adcompare import Shapes, problem
-from adcompare.problem import first_lines
+from adcompare import Shapes
+from adcompare import problem
+from adcompare.model.problem import first_lines
 
 CAMERA_PARAMS = 11
 BLOCK = CAMERA_PARAMS + 3 + 1  # camera, point, weight: the parameters one observation depends on

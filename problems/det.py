@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from adcompare import Shapes, problem
+from adcompare import Shapes
+from adcompare import problem
 
 from .gradbench_draws import replay
 

@@ -25,8 +25,9 @@ import math
 
 import numpy as np
 
-from adcompare import Shapes, grid, problem
-from adcompare.problem import first_lines
+from adcompare import Shapes, grid
+from adcompare import problem
+from adcompare.model.problem import first_lines
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
 WISHART_M = 0

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import Shapes, grid, problem
+from adcompare import Shapes, grid
+from adcompare import problem
 
 from .gradbench_draws import replay
 

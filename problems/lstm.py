@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from adcompare import Shapes, fold, problem
-from adcompare.problem import first_lines
+from adcompare import Shapes, fold
+from adcompare import problem
+from adcompare.model.problem import first_lines
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs

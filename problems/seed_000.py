@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import grid, problem
+from adcompare import grid
+from adcompare import problem
 
 LINEAR_GRID = grid(n=[5, 10], p=[8, 16, 64, 256, 512], o=[2, 5])
 

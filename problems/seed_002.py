@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import Shapes, problem
+from adcompare import Shapes
+from adcompare import problem
 
 
 @problem(sizes=[10, 100, 1_000, 10_000], wrt="x1", tags=("tall",), complex_step_safe=True)

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 from adcompare import results
 from adcompare.bootstrap import MIN_SAMPLES, Bootstrap
-from adcompare.cell import Cell
-from adcompare.measurement import Measurement, Timing
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.report import build
 from adcompare.report.across_devices import blocks, cores_by_machine, series
 from adcompare.report.findings import CONFIRMED, CONTRADICTED, NOT_MEASURABLE, NOT_MEASURED, claims, findings, top
 from adcompare.report.svgchart import Palette
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 FIXTURE = Path(__file__).parent / "fixtures" / "devices" / "jax_pmap_grad.jsonl"
 

@@ -20,7 +20,7 @@ import pytest
 
 from adcompare import plugins
 from adcompare.adapter import CellInputs
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.expectations import expected
 from adcompare.input_files import with_inputs
 from adcompare.problems import bundle_adjustment as ba

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.errors import ResultsFileError
+from adcompare.model.errors import ResultsFileError
 from adcompare.results import load
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_a_cell_on_several_devices_is_skipped_in_process_with_the_command_that_t
     """A framework fixes its device list when imported, so pytest's in-process path cannot emulate 2 devices; the
     cell skips with the `adcompare run` that can (it failed with the worker's refusal before)."""
     from adcompare.benchmark_cell import benchmark_cell
-    from adcompare.cell import Cell
+    from adcompare.model.cell import Cell
 
     class Recorder:
         group, extra_info = None, {}

@@ -8,12 +8,12 @@ import pytest
 
 from adcompare.budget import choose, parse_duration
 from adcompare.cli import main
-from adcompare.errors import UsageError
+from adcompare.model.errors import UsageError
 from adcompare.estimate import estimate
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
 from adcompare.results import finished_keys, load
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 
 def test_durations():

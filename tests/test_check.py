@@ -13,11 +13,11 @@ import pytest
 
 from adcompare import problem
 from adcompare import reference as ref_module
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.check import check_result, cross_check, describe, status_of, worst_error
 from adcompare.inputs import cell_inputs
-from adcompare.measurement import Check, Measurement
-from adcompare.status import Status
+from adcompare.model.measurement import Check, Measurement
+from adcompare.model.status import Status
 from adcompare.tolerance import BASE_TOLERANCE, scaled_error, tolerance
 
 PERTURBATION = {"float64": 1e-6, "float32": 1e-3}  # relative, in the largest element: must be caught

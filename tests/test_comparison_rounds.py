@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.cli import main
 from adcompare.adapter import Prepared
 from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
                                   between_rounds, compare, regressions, run_shifts)
-from adcompare.measurement import Check, Measurement, Timing
+from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.results import Results, ResultsWriter, load
 from adcompare.rounds import merge_rounds
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy, measure, median_interval
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")

@@ -11,11 +11,11 @@ import pytest
 
 from adcompare import Prepared, plugins
 from adcompare.check import status_of
-from adcompare.errors import UnsupportedOperation
+from adcompare.model.errors import UnsupportedOperation
 from adcompare.inputs import cell_inputs
 from adcompare.namespace_probes import used_names
 from adcompare.plan import gpu_present
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.testing import (
     AdapterConformance,
     Case,
@@ -215,7 +215,7 @@ def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, s
     wrong shape is failed and a NaN is nan in each (pytest-benchmark's path skipped both checks before)."""
     from adcompare import runner
     from adcompare.benchmark_cell import benchmark_cell
-    from adcompare.cell import Cell
+    from adcompare.model.cell import Cell
     from adcompare.execution import run_once
     from adcompare.plan import Plan
     from adcompare.timing import TimingPolicy

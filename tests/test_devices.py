@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare.cell import Cell, worker_group
+from adcompare.model.cell import Cell, worker_group
 from adcompare.cli import main
 from adcompare.inputs import cell_inputs
-from adcompare.measurement import Measurement
-from adcompare.operators import devices_unfit, expected_shape
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import devices_unfit, expected_shape
 from adcompare.plan import Selection, plan
 from adcompare.reference import reference
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = ROOT / "benchmarks" / "results" / "full" / "full.jsonl.gz"

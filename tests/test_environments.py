@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from adcompare import environments
-from adcompare.cell import CURRENT, Cell
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.cli import main
 from adcompare.environments import EnvironmentSpec
-from adcompare.errors import EnvironmentSetupError
+from adcompare.model.errors import EnvironmentSetupError
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
 from adcompare.results import load

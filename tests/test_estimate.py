@@ -6,14 +6,14 @@ import json
 
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare import study
 from adcompare.cli import main
 from adcompare.estimate import History, estimate
-from adcompare.fingerprint import Machine
-from adcompare.measurement import Measurement
+from adcompare.model.fingerprint import Machine
+from adcompare.model.measurement import Measurement
 from adcompare.results import ResultsWriter, load
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 
 def test_the_model_grows_with_size_and_slow_compilers(registry):

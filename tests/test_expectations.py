@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from adcompare import results, runner
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.cli import main
 from adcompare.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,
                                     expected_reproducer, framework_bug, labelled, size_dims, unexpected)
-from adcompare.fingerprint import installed_versions
-from adcompare.measurement import Check, Measurement
-from adcompare.status import Status
+from adcompare.model.fingerprint import installed_versions
+from adcompare.model.measurement import Check, Measurement
+from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 BA = Cell("bundle_adjustment", "n5-m50-p300", "jacrev", "jax", "compiled", "cpu", "float32")

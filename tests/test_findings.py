@@ -7,10 +7,10 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from adcompare.cell import Cell
-from adcompare.measurement import Measurement, Timing
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.report.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, _times, claims, findings, top
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 SEEDS = ("000", "001", "002", "004")
 

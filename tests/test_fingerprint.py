@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import socket
 
-from adcompare.cell import Cell
-from adcompare.fingerprint import Machine, this_machine
-from adcompare.measurement import Measurement, Timing
+from adcompare.model.cell import Cell
+from adcompare.model.fingerprint import Machine, this_machine
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.report.page import _provenance
 from adcompare.results import ResultsWriter, load
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float32")
 BOX_A = Machine("box-a", "AMD EPYC 7B13", "", (("jax", "0.10.2"),))

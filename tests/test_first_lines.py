@@ -1,4 +1,4 @@
-"""`adcompare.problem.first_lines`, the one header-line reader the file-fed problems share (ADBench's text files
+"""`adcompare.model.problem.first_lines`, the one header-line reader the file-fed problems share (ADBench's text files
 have blank lines between sections; a header reader must tell its format from another's without the body)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from adcompare.problem import first_lines
+from adcompare.model.problem import first_lines
 from adcompare.problems import bundle_adjustment, gmm, lstm
 
 

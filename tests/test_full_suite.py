@@ -9,11 +9,11 @@ from collections import defaultdict
 import pytest
 
 from adcompare import plugins
-from adcompare.operators import spec
+from adcompare.model.operators import spec
 from adcompare.plan import Selection, plan, usable_adapters
-from adcompare.problem import applicable_operators
-from adcompare.shapes import shapes_of
-from adcompare.status import Status
+from adcompare.model.problem import applicable_operators
+from adcompare.model.shapes import shapes_of
+from adcompare.model.status import Status
 
 REGISTRY = plugins.load()
 

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from adcompare import plugins
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.cli import main
 from adcompare.expectations import expected
 from adcompare.input_files import with_inputs
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import lstm as lstm_module
 from adcompare.reference import reference_value
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.suites import ADBENCH, ADBENCH_BA
 
 from .conftest import FIXTURES

@@ -4,10 +4,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from adcompare.bootstrap import Bootstrap
-from adcompare.cell import Cell
-from adcompare.measurement import Measurement, Timing
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.report import heatmap
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 
 def _m(size, operator, adapter, variant, seconds=None, status=Status.OK, support="native", message=""):

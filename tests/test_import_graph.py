@@ -25,7 +25,7 @@ ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
     ("adcompare.pytest_plugin", "adcompare.plugins"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.benchmark_cell"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.expectations"): LAZY_PYTEST,
-    ("adcompare.pytest_plugin", "adcompare.status"): LAZY_PYTEST,
+    ("adcompare.pytest_plugin", "adcompare.model.status"): LAZY_PYTEST,
     ("adcompare.commands", "adcompare.report.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
     ("adcompare.report.page", "adcompare.report.paper"): "matplotlib is an optional extra, loaded only for --figures",
     ("adcompare.significance", "scipy.stats"): "scipy.stats takes about a second to import; only rank tests need it",
@@ -34,8 +34,8 @@ ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
 # `if TYPE_CHECKING:` imports never run: they give type checkers the names of annotations. They are left out of
 # the import graph, and each is listed here with its reason, so none hides a runtime dependency.
 TYPE_ONLY: dict[tuple[str, str], str] = {
-    ("adcompare.shapes", "adcompare.problem"): "shapes_of's annotations; problem.py imports shapes at run time",
-    ("adcompare.operators", "adcompare.shapes"): "minimum_elements' annotation; operators needs no Shapes value",
+    ("adcompare.model.shapes", "adcompare.model.problem"): "shapes_of's annotations; problem.py imports shapes at run time",
+    ("adcompare.model.operators", "adcompare.model.shapes"): "minimum_elements' annotation; operators needs no Shapes value",
 }
 
 

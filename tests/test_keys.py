@@ -17,19 +17,19 @@ import pytest
 from adcompare.adapter import Adapter
 from adcompare.bootstrap import Bootstrap
 from adcompare.budget import choose
-from adcompare.cell import CURRENT, Cell, worker_group
+from adcompare.model.cell import CURRENT, Cell, worker_group
 from adcompare.check import cross_check
 from adcompare.display import check_record
 from adcompare.estimate import Estimate, History
-from adcompare.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
+from adcompare.model.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
 from adcompare.report import compile_cost, relative_cost
 from adcompare.report.figures import style
 from adcompare.report.findings import claims, evaluate, timed_index
 from adcompare.report.summary import summarize
 from adcompare.report.svgchart import Palette
 from adcompare.results import Results, load
-from adcompare.status import Status
-from adcompare.support import Support
+from adcompare.model.status import Status
+from adcompare.model.support import Support
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = ROOT / "benchmarks" / "results" / "full" / "full.jsonl.gz"

@@ -6,7 +6,8 @@ import types
 import numpy as np
 import pytest
 
-from adcompare import fold, loops, plugins
+from adcompare import fold, plugins
+from adcompare.model import loops
 
 
 def running_sum(carry, xs):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from adcompare import plugins, runner
-from adcompare.errors import RequiredFrameworkMissing
+from adcompare.model.errors import RequiredFrameworkMissing
 from adcompare.plan import Selection, required_frameworks, usable_adapters
 from adcompare.plan import plan as make_plan
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy
 from adcompare.expectations import unexpected
 

@@ -9,7 +9,7 @@ import pytest
 
 from adcompare import hookimpl, plugins
 from adcompare.adapters.jax import JaxAdapter
-from adcompare.errors import PluginError, UsageError
+from adcompare.model.errors import PluginError, UsageError
 from tests.conftest import FIXTURES
 
 PLUGINS = FIXTURES / "plugins"

@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompare import Shapes, grid, problem
-from adcompare.errors import ProblemDefinitionError
+from adcompare import Shapes, grid
+from adcompare import problem
+from adcompare.model.errors import ProblemDefinitionError
 from adcompare.preflight import too_large
-from adcompare.problem import output_shape, problems_in
+from adcompare.model.problem import output_shape, problems_in
 
 
 def test_grid_sizes_and_labels():

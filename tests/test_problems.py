@@ -9,9 +9,9 @@ import pytest
 
 from adcompare import plugins
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, used_names
-from adcompare.operators import OPERATORS, applicable
-from adcompare.problem import example_output_shape, output_shape
-from adcompare.shapes import evaluated_shapes, shapes_of, without_hints
+from adcompare.model.operators import OPERATORS, applicable
+from adcompare.model.problem import example_output_shape, output_shape
+from adcompare.model.shapes import evaluated_shapes, shapes_of, without_hints
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 
-from adcompare.cell import Cell
-from adcompare.measurement import Measurement
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement
 from adcompare.protocol import RESTART, CellRecord, Request, WorkerInfo, line
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")

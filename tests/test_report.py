@@ -14,7 +14,7 @@ import pytest
 
 from adcompare import report, results
 from adcompare.report import compile_cost, sizes
-from adcompare.measurement import Timing
+from adcompare.model.measurement import Timing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 XSS = "<script>alert(1)</script>"
@@ -170,9 +170,9 @@ def test_size_labels_sort_numerically_and_grids_slice():
 
 
 def test_break_even_counts_calls_until_compiling_pays_off():
-    from adcompare.cell import Cell
-    from adcompare.measurement import Measurement
-    from adcompare.status import Status
+    from adcompare.model.cell import Cell
+    from adcompare.model.measurement import Measurement
+    from adcompare.model.status import Status
 
     def cell(variant, median, first):
         c = Cell("p", "n10", "grad", "jax", variant, "cpu", "float32")
@@ -257,10 +257,10 @@ def test_heatmap_tile_opens_its_row_in_the_cell_table(built, tmp_path):
 def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
     import json as _json
 
-    from adcompare.cell import Cell
-    from adcompare.measurement import Measurement
+    from adcompare.model.cell import Cell
+    from adcompare.model.measurement import Measurement
     from adcompare.report import cells_table
-    from adcompare.status import Status
+    from adcompare.model.status import Status
 
     def shown(ms):
         data = _json.loads(cells_table.payload(cells_table.rows(ms, {})))
@@ -274,12 +274,12 @@ def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
 
 def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the_csv(tmp_path):
     from adcompare import plugins
-    from adcompare.cell import Cell
+    from adcompare.model.cell import Cell
     from adcompare.expectations import labelled
-    from adcompare.measurement import Measurement
+    from adcompare.model.measurement import Measurement
     from adcompare.report import build
     from adcompare.results import Results
-    from adcompare.status import Status
+    from adcompare.model.status import Status
 
     problems = plugins.load().problems
     known = Measurement(Cell("control_loop", "n100", "grad", "jax", "compiled", "cpu", "float32"), Status.FAILED,
@@ -297,9 +297,9 @@ def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the
 def test_the_compilation_table_shows_the_eager_first_call_the_rule_charges(tmp_path):
     """JAX's eager first call compiles each primitive (0.98 s for bundle_adjustment's value in the full baseline),
     which is why break-even is 1 call against a 200 ms compile: the table shows that figure beside the others."""
-    from adcompare.cell import Cell
-    from adcompare.measurement import Measurement
-    from adcompare.status import Status
+    from adcompare.model.cell import Cell
+    from adcompare.model.measurement import Measurement
+    from adcompare.model.status import Status
 
     def cell(variant, median, first, **compile):
         c = Cell("f_r2_r3", "n10", "jacrev", "jax", variant, "cpu", "float32")

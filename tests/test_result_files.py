@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from adcompare.cli import main
-from adcompare.errors import UsageError
+from adcompare.model.errors import UsageError
 from adcompare.results import ResultsWriter, load
 
 CELL = ["--problem", "f_xy", "--operator", "hessian", "--adapter", "autograd", "--no-progress"]

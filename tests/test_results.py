@@ -14,11 +14,11 @@ from scipy.stats import mannwhitneyu
 from adcompare.bootstrap import Bootstrap
 from adcompare.report.summary import entry, summarize
 
-from adcompare.cell import Cell
-from adcompare.errors import ResultsFileError
-from adcompare.measurement import Check, Measurement, Timing
+from adcompare.model.cell import Cell
+from adcompare.model.errors import ResultsFileError
+from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.results import SCHEMA, ResultsWriter, finished_keys, load
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 

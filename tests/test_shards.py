@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 
 from adcompare.cli import main
-from adcompare.errors import UsageError
+from adcompare.model.errors import UsageError
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
 from adcompare.estimate import estimate

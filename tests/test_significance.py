@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from adcompare.bootstrap import Bootstrap
-from adcompare.measurement import Timing
+from adcompare.model.measurement import Timing
 from adcompare.significance import ALPHA, NOISE, holm, judge, rank_p
 
 

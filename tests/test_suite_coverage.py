@@ -6,8 +6,8 @@ import pytest
 
 from adcompare import plugins, runner
 from adcompare.plan import Plan, usable_adapters
-from adcompare.cell import Cell
-from adcompare.problem import applicable_operators
+from adcompare.model.cell import Cell
+from adcompare.model.problem import applicable_operators
 from adcompare.expectations import unexpected
 
 REGISTRY = plugins.load()

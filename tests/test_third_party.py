@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adcompare.results import load
-from adcompare.status import Status
+from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "adapters.md"

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from adcompare import reference as ref_module
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.check import status_of
 from adcompare.execution import ExecutionOptions, run_cell
 from adcompare.expectations import framework_bug
 from adcompare.inputs import cell_inputs
 from adcompare.reference import reference
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.tolerance import BASE_TOLERANCE, NORMWISE_STEPS, normwise_term, scaled_error, tolerance
 
 EPS32 = float(np.finfo(np.float32).eps)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import math
 
-from adcompare import display, units
+from adcompare import display
+from adcompare.model import units
 from adcompare.report import figures, heatmap, page
 
 

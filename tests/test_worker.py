@@ -10,10 +10,10 @@ import time
 
 
 from adcompare import runner
-from adcompare.cell import Cell
+from adcompare.model.cell import Cell
 from adcompare.plan import Plan
 from adcompare.results import load
-from adcompare.status import Status
+from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy
 
 QUICK = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)

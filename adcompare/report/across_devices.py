@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from adcompare.bootstrap import Bootstrap, Ratio
-from adcompare.measurement import Measurement
-from adcompare.operators import data_parallel
-from adcompare.units import seconds
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import data_parallel
+from adcompare.model.units import seconds
 from adcompare.report.figures import style
 from adcompare.report.sizes import sort_key
 from adcompare.report.summary import entry, operator_order, sample_key, timed

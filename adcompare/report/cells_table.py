@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adcompare.cell import FIELDS, Cell
+from adcompare.model.cell import FIELDS, Cell
 from adcompare.expectations import expected_reason
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.report import sizes
 from adcompare.report.compile_cost import compile_seconds
 from adcompare.report.summary import operator_order

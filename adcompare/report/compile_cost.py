@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.report import sizes
 from adcompare.report.summary import operator_order, timed
 

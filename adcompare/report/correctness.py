@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from adcompare.expectations import expected_reason
-from adcompare.measurement import Measurement
-from adcompare.status import Status
+from adcompare.model.measurement import Measurement
+from adcompare.model.status import Status
 from adcompare.report import sizes
 from adcompare.report.summary import entry, operator_order
 

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 
 from adcompare import plugins
-from adcompare.measurement import Measurement
-from adcompare.operators import OPERATORS
-from adcompare.problem import example_output_shape, output_shape
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import OPERATORS
+from adcompare.model.problem import example_output_shape, output_shape
 
 
 @dataclass

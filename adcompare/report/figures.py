@@ -9,13 +9,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.report import relative_cost, sizes
 from adcompare.report.compile_cost import CompileCost
 from adcompare.report.dimensions import Dimensions
 from adcompare.report.summary import entry, operator_order, timed
-from adcompare.support import Support
-from adcompare.units import seconds
+from adcompare.model.support import Support
+from adcompare.model.units import seconds
 from adcompare.report.svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
 
 # Line dashes by what the variant is, as its measurement records it (Measurement.compiled): compiled code solid

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from adcompare.bootstrap import Bootstrap
-from adcompare.cell import CURRENT
-from adcompare.measurement import Measurement
+from adcompare.model.cell import CURRENT
+from adcompare.model.measurement import Measurement
 from adcompare.significance import Difference, judge
 from adcompare.report import across_devices
 from adcompare.report.sizes import sort_key

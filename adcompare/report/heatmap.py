@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 from adcompare.bootstrap import Bootstrap
 from adcompare.expectations import expected, expected_reason
-from adcompare.measurement import Measurement
-from adcompare.status import Status
-from adcompare.support import Support
-from adcompare.units import seconds
+from adcompare.model.measurement import Measurement
+from adcompare.model.status import Status
+from adcompare.model.support import Support
+from adcompare.model.units import seconds
 from adcompare.report import sizes
 from adcompare.report.summary import entry, operator_order, sample_key, timed
 from adcompare.report.svgchart import CHAR_W, esc

@@ -20,11 +20,11 @@ from typing import Any
 import jinja2
 
 from adcompare.expectations import expected_reason, expected_reproducer
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.results import Results
-from adcompare.status import MEANINGS, Status
-from adcompare.support import Support
-from adcompare.units import seconds
+from adcompare.model.status import MEANINGS, Status
+from adcompare.model.support import Support
+from adcompare.model.units import seconds
 from adcompare import bootstrap, significance
 from adcompare.report import (across_devices, cells_table, compile_cost, correctness, environments, figures, findings,
                framework_bugs, heatmap, relative_cost, summary)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from adcompare.measurement import Measurement
+from adcompare.model.measurement import Measurement
 from adcompare.report.summary import timed
 
 CHEAP_GRADIENT_BAND = (4.0, 5.0)

@@ -12,13 +12,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from adcompare.measurement import Measurement
-from adcompare.operators import OPERATORS
-from adcompare.status import Status
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import OPERATORS
+from adcompare.model.status import Status
 from adcompare.report import sizes
 from adcompare.bootstrap import Bootstrap, Ratio
 from adcompare.significance import Difference, judge
-from adcompare.cell import CURRENT
+from adcompare.model.cell import CURRENT
 
 
 def entry(m: Measurement) -> str:

@@ -17,12 +17,12 @@ import autograd.numpy as anp  # noqa: E402
 from adcompare import plugins  # noqa: E402
 from adcompare.adapter import CellInputs, Support  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
-from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
+from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
-from adcompare.operators import OPERATORS, expected_shape, spec  # noqa: E402
-from adcompare.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
-from adcompare.status import Status  # noqa: E402
+from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
+from adcompare.model.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
+from adcompare.model.status import Status  # noqa: E402
 
 from adcompare.adapters import autograd as autograd_adapter  # noqa: E402
 from adcompare.adapters.autograd_namespace import FIXES, namespace  # noqa: E402

@@ -14,13 +14,13 @@ pytest.importorskip("array_api_compat")
 from adcompare import plugins  # noqa: E402
 from adcompare.adapter import CellInputs, Request  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
-from adcompare.errors import CellFailure, UnsupportedOperation  # noqa: E402
+from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402
 from adcompare.inputs import cell_inputs  # noqa: E402
 from adcompare.namespace_probes import PROBES, probe_input  # noqa: E402
-from adcompare.operators import OPERATORS, expected_shape, spec  # noqa: E402
-from adcompare.problem import applicable_operators, example_output_shape, output_shape, problem  # noqa: E402
-from adcompare.status import Status  # noqa: E402
+from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
+from adcompare.model.problem import applicable_operators, example_output_shape, output_shape, problem  # noqa: E402
+from adcompare.model.status import Status  # noqa: E402
 
 from adcompare.adapters import torch as torch_adapter  # noqa: E402
 from adcompare.adapters import torch_namespace  # noqa: E402
@@ -277,7 +277,7 @@ def test_a_failed_compile_costs_one_cell_not_the_worker():
     """torch.compile's failure on rbf_kernel_map's per-example Jacobian broke every later cell of its worker in the
     full suite (eager too); the worker now restarts after a failed torch cell."""
     from adcompare import runner
-    from adcompare.cell import Cell
+    from adcompare.model.cell import Cell
     from adcompare.plan import Plan
     from adcompare.timing import TimingPolicy
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.errors import ProblemDefinitionError, closest, unknown
-from adcompare.operators import OPERATORS, applicable
-from adcompare.shapes import Shapes, shapes_of
+from adcompare.model.errors import ProblemDefinitionError, closest, unknown
+from adcompare.model.operators import OPERATORS, applicable
+from adcompare.model.shapes import Shapes, shapes_of
 
 DTYPES = ("float32", "float64")
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:  # for annotations only: problem.py imports this module
-    from adcompare.problem import Problem, Size
+    from adcompare.model.problem import Problem, Size
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only
-    from adcompare.shapes import Shapes
+    from adcompare.model.shapes import Shapes
 
-from adcompare.errors import unknown
+from adcompare.model.errors import unknown
 
 
 DATA_PARALLEL = "data-parallel"

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from adcompare.cell import Cell
-from adcompare.status import Status
-from adcompare.support import Support
+from adcompare.model.cell import Cell
+from adcompare.model.status import Status
+from adcompare.model.support import Support
 
 # Results written before measurements recorded their variant's meaning (no "compiles" key) are read with the
 # built-in adapters' declarations as they stood then (adapters/*.py `compiles`; tests/test_keys.py holds the two
