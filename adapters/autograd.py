@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Bound, Capability, Prepared
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 from adcompare.model.errors import CellFailure
 
 from . import autograd_namespace

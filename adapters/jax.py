@@ -29,7 +29,7 @@ import numpy as np
 
 from adcompare import hookimpl
 from adcompare.model import loops
-from adcompare.adapter import Adapter, Bound, Capability, Prepared
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 
 ALGORITHMS = {
     "value": "plain evaluation",

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Bound, Capability, Prepared
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 from adcompare.model.errors import CellFailure
 from adcompare.model.operators import data_parallel
 

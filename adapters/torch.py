@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.adapter import Adapter, Bound, Capability, Prepared, Request
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared, Request
 from adcompare.model.errors import CellFailure, UnsupportedOperation
 from adcompare.model.operators import data_parallel, devices_unfit
 

@@ -4,8 +4,8 @@ Importing this package imports no AD framework; each adapter imports its framewo
 """
 from __future__ import annotations
 
-from adcompare.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
-from adcompare.hookspecs import hookimpl
+from adcompare.plugin.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
+from adcompare.plugin.hookspecs import hookimpl
 from adcompare.model.loops import fold
 from adcompare.model.problem import Problem, grid, problem
 from adcompare.model.shapes import Shapes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UnsupportedOperation
 from adcompare.execution import first_call

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from adcompare.adapter import CellInputs
+from adcompare.plugin.adapter import CellInputs
 from adcompare.inputs import cell_inputs
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.operators import spec

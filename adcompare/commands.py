@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from adcompare import display, environments, executors, plugins, provenance, runner, study
+from adcompare import display, environments, executors, provenance, runner, study
+from adcompare.plugin import registry as plugins
 from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
                          run_shifts)
 from adcompare.model.errors import UsageError

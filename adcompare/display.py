@@ -14,7 +14,7 @@ from adcompare.model.cell import CURRENT, Cell
 from adcompare.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
-from adcompare.plugins import Registry
+from adcompare.plugin.registry import Registry
 from adcompare.model.problem import output_shape
 from adcompare.significance import METHOD
 from adcompare.model.status import Status

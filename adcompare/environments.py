@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from adcompare import __version__
-from adcompare.adapter import Adapter
+from adcompare.plugin.adapter import Adapter
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import EnvironmentSetupError
 from adcompare.model.fingerprint import Machine

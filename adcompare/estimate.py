@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from adcompare.model.cell import CURRENT, Cell, worker_group
 from adcompare.model.operators import minimum_elements, spec
-from adcompare.plugins import Registry
+from adcompare.plugin.registry import Registry
 from adcompare.reference import FULL_REFERENCE_BUDGET
 from adcompare.results import Results
 from adcompare.model.shapes import Shapes, shapes_of

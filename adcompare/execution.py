@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import memory, timing
-from adcompare.adapter import Adapter, CellInputs, Prepared, Request
+from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.model.cell import Cell
 from adcompare.check import check_result, describe, status_of
 from adcompare.model.errors import UnsupportedOperation

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from adcompare.model.errors import UsageError
-from adcompare.plugins import Registry
+from adcompare.plugin.registry import Registry
 from adcompare.model.problem import Problem, Size, file_sha256, read_input_file
 
 

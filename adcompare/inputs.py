@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare.adapter import CellInputs
+from adcompare.plugin.adapter import CellInputs
 from adcompare.model.operators import spec
 from adcompare.model.problem import Problem, Size, output_shape
 

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from adcompare.adapter import STANDARD_VARIANTS
+from adcompare.plugin.adapter import STANDARD_VARIANTS
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.environments import EnvironmentSpec, in_environments
 from adcompare.model.errors import RequiredFrameworkMissing, UsageError, unknown
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS, applicable, data_parallel, devices_unfit
-from adcompare.plugins import Registry
+from adcompare.plugin.registry import Registry
 from adcompare.preflight import too_large
 from adcompare.model.problem import DTYPES, Problem
 from adcompare.model.shapes import shapes_of

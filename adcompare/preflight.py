@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from adcompare.adapter import Adapter
+from adcompare.plugin.adapter import Adapter
 from adcompare.model.operators import minimum_elements
 from adcompare.model.problem import Problem, Size
 from adcompare.model.shapes import shapes_of

@@ -78,7 +78,7 @@ def _param(cell, registry):
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "adcompare_cell" not in metafunc.fixturenames:
         return
-    from adcompare import plugins
+    from adcompare.plugin import registry as plugins
     from adcompare.plan import plan as make_plan
 
     registry = plugins.load(plugin_specs(metafunc.config))

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.adapter import CellInputs
+from adcompare.plugin.adapter import CellInputs
 from adcompare.model.operators import spec
 from adcompare.model.problem import Problem, Size
 from adcompare.tolerance import scaled_error

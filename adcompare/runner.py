@@ -21,7 +21,7 @@ from adcompare.model.cell import CURRENT, Cell
 from adcompare.check import cross_check
 from adcompare.model.measurement import Measurement
 from adcompare.plan import Plan
-from adcompare.plugins import Registry
+from adcompare.plugin.registry import Registry
 from adcompare.rounds import merge_rounds, timed
 from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy

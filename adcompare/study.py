@@ -13,7 +13,7 @@ from adcompare import budget
 from adcompare.model.errors import ResultsFileError
 from adcompare.estimate import Estimate, History, estimate
 from adcompare.model.measurement import Measurement
-from adcompare.plugins import Registry
+from adcompare.plugin.registry import Registry
 from adcompare.preflight import estimate_bytes
 from adcompare.results import load
 from adcompare.plan import Plan, Selection

@@ -54,8 +54,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from adcompare import plugins
-from adcompare.adapter import Adapter, Availability, Capability, Request
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
 from adcompare.model.cell import Cell
 from adcompare.execution import describe_exception, first_call
 from adcompare.inputs import cell_inputs

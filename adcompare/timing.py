@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adcompare.adapter import Prepared
+from adcompare.plugin.adapter import Prepared
 from adcompare.model.measurement import Timing
 
 FIRST_CALL_MINUS_STEADY = "first call minus steady state"

@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import replace
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.execution import ExecutionOptions, describe_exception, run_cell
 from adcompare.input_files import with_inputs
 from adcompare.model.measurement import Measurement

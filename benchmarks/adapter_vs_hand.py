@@ -96,8 +96,8 @@ def block(run: Callable[[], Any], sync: Callable[[Any], None], number: int) -> d
 
 
 def compare(framework: ModuleType, args: argparse.Namespace) -> list[Row]:
-    from adcompare import plugins
-    from adcompare.adapter import Request
+    from adcompare.plugin import registry as plugins
+    from adcompare.plugin.adapter import Request
     from adcompare.inputs import cell_inputs
 
     registry = plugins.load()

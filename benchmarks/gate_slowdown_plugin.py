@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import replace
 
-from adcompare.adapter import Adapter
+from adcompare.plugin.adapter import Adapter
 
 FRACTION = float(os.environ.get("ADCOMPARE_GATE_SLOWDOWN") or 0)
 TARGET = os.environ.get("ADCOMPARE_GATE_CELL", "")

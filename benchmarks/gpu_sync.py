@@ -23,8 +23,8 @@ import statistics
 import sys
 import tempfile
 
-from adcompare import plugins
-from adcompare.adapter import Request
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import Request
 from adcompare.inputs import cell_inputs
 from adcompare.model.problem import problem as declare_problem
 from adcompare.timing import TimingPolicy, first_call, measure

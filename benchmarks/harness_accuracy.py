@@ -25,7 +25,7 @@ PAIRS = 10
 JAX_PAIRS = textwrap.dedent("""
     import json, statistics, timeit, sys
     from adcompare import plugins, timing
-    from adcompare.adapter import Request
+    from adcompare.plugin.adapter import Request
     from adcompare.inputs import cell_inputs
     r = plugins.load(); a = r.adapter("jax"); a.setup(dtype="float32", device="cpu", threads=1)
     rows = {}
@@ -47,7 +47,7 @@ TORCH_PAIRS = textwrap.dedent("""
     import json, statistics
     import torch.utils.benchmark as tb
     from adcompare import plugins, timing
-    from adcompare.adapter import Request
+    from adcompare.plugin.adapter import Request
     from adcompare.inputs import cell_inputs
     r = plugins.load(); a = r.adapter("torch"); a.setup(dtype="float32", device="cpu", threads=1)
     p = r.problem("exp_dot_loss"); s = p.size("n10000")
@@ -64,7 +64,7 @@ CI_TIME = textwrap.dedent("""
     import json, time
     import numpy as np
     from adcompare import plugins, timing
-    from adcompare.adapter import Request
+    from adcompare.plugin.adapter import Request
     from adcompare.inputs import cell_inputs
     r = plugins.load(); a = r.adapter("jax"); a.setup(dtype="float32", device="cpu", threads=1)
     p = r.problem("exp_dot_loss"); s = p.size("n100")

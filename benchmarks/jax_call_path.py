@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adapter_vs_hand as e  # noqa: E402
 import jax  # noqa: E402
 
-from adcompare import plugins  # noqa: E402
-from adcompare.adapter import Request  # noqa: E402
+from adcompare.plugin import registry as plugins  # noqa: E402
+from adcompare.plugin.adapter import Request  # noqa: E402
 from adcompare.inputs import cell_inputs  # noqa: E402
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 200

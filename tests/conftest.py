@@ -12,14 +12,14 @@ FAULTS = str(FIXTURES / "plugins" / "faults.py")
 
 @pytest.fixture(scope="session")
 def registry():
-    from adcompare import plugins
+    from adcompare.plugin import registry as plugins
 
     return plugins.load()
 
 
 @pytest.fixture(scope="session")
 def fault_registry():
-    from adcompare import plugins
+    from adcompare.plugin import registry as plugins
 
     return plugins.load((FAULTS,))
 

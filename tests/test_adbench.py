@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare import plugins
-from adcompare.adapter import CellInputs
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import CellInputs
 from adcompare.model.cell import Cell
 from adcompare.expectations import expected
 from adcompare.input_files import with_inputs

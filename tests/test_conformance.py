@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare import Prepared, plugins
+from adcompare import Prepared
+from adcompare.plugin import registry as plugins
 from adcompare.check import status_of
 from adcompare.model.errors import UnsupportedOperation
 from adcompare.inputs import cell_inputs

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.model.operators import spec
 from adcompare.plan import Selection, plan, usable_adapters
 from adcompare.model.problem import applicable_operators

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare import plugins
-from adcompare.adapter import CellInputs
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import CellInputs
 from adcompare.problems.ode import ode_solution
 
 from .conftest import FIXTURES

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.model.cell import Cell
 from adcompare.cli import main
 from adcompare.expectations import expected

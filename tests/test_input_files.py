@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.cli import main
 from adcompare.input_files import with_inputs
 from adcompare.plan import Selection

@@ -16,7 +16,7 @@ def test_seed_001_jacobian_in_both_modes_and_variants(tmp_path):
     """Runs in a worker (x64 off) and compares with the article's printed values."""
     code = (
         "import numpy as np, json\n"
-        "from adcompare import plugins\nfrom adcompare.adapter import Request, CellInputs\n"
+        "from adcompare import plugins\nfrom adcompare.plugin.adapter import Request, CellInputs\n"
         "r = plugins.load(); a = r.adapter('jax'); a.setup(dtype='float32', device='cpu', threads=1)\n"
         "p = r.problem('f_r2_r3'); x = np.array([1.0, 0.5], dtype='float32'); out = {}\n"
         "for op in ('jacfwd', 'jacrev'):\n"

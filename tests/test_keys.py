@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.adapter import Adapter
+from adcompare.plugin.adapter import Adapter
 from adcompare.bootstrap import Bootstrap
 from adcompare.budget import choose
 from adcompare.model.cell import CURRENT, Cell, worker_group

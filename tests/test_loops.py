@@ -6,7 +6,8 @@ import types
 import numpy as np
 import pytest
 
-from adcompare import fold, plugins
+from adcompare import fold
+from adcompare.plugin import registry as plugins
 from adcompare.model import loops
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare import plugins, runner
+from adcompare import runner
+from adcompare.plugin import registry as plugins
 from adcompare.model.errors import RequiredFrameworkMissing
 from adcompare.plan import Selection, required_frameworks, usable_adapters
 from adcompare.plan import plan as make_plan

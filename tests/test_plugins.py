@@ -7,7 +7,8 @@ import types
 
 import pytest
 
-from adcompare import hookimpl, plugins
+from adcompare import hookimpl
+from adcompare.plugin import registry as plugins
 from adcompare.adapters.jax import JaxAdapter
 from adcompare.model.errors import PluginError, UsageError
 from tests.conftest import FIXTURES

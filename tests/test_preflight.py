@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 
-from adcompare import Adapter, Capability, Prepared, Shapes, plugins
+from adcompare import Adapter, Capability, Prepared, Shapes
+from adcompare.plugin import registry as plugins
 from adcompare.preflight import estimate_bytes, too_large
 from adcompare.testing import LARGE_SHAPES, materialised_failures
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.namespace_probes import ATTRIBUTES, PROBES, used_names
 from adcompare.model.operators import OPERATORS, applicable
 from adcompare.model.problem import example_output_shape, output_shape

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare.cli import main
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan

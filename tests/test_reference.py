@@ -10,7 +10,7 @@ import pytest
 
 from adcompare import problem
 from adcompare import reference as ref_module
-from adcompare.adapter import CellInputs
+from adcompare.plugin.adapter import CellInputs
 from adcompare.tolerance import scaled_error
 from adcompare.inputs import cell_inputs
 from adcompare.reference import Reference, ReferenceError, reference

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import plugins, results
+from adcompare import results
+from adcompare.plugin import registry as plugins
 from adcompare.expectations import FRAMEWORK_BUGS, expected_reproducer, labelled
 from adcompare.report import build
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare import plugins, runner
+from adcompare import runner
+from adcompare.plugin import registry as plugins
 from adcompare.plan import Plan, usable_adapters
 from adcompare.model.cell import Cell
 from adcompare.model.problem import applicable_operators

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from adcompare.adapter import Prepared
+from adcompare.plugin.adapter import Prepared
 from adcompare.timing import TimingPolicy, measure, median_interval, precise
 
 

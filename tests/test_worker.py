@@ -98,7 +98,7 @@ def test_killed_run_resumes_without_losing_or_duplicating_cells(tmp_path):
 def test_a_failure_that_poisons_the_process_costs_one_cell():
     """Like a sticky CUDA error: the worker exits after the failed cell's record and the next cell gets a fresh
     one (without it, `after_poison` fails in the poisoned process)."""
-    from adcompare import plugins
+    from adcompare.plugin import registry as plugins
 
     from .conftest import FIXTURES
 
@@ -111,7 +111,7 @@ def test_a_failure_that_poisons_the_process_costs_one_cell():
 
 
 def test_workers_on_the_cpu_go_on_after_a_failure(registry):
-    from adcompare.adapter import Adapter
+    from adcompare.plugin.adapter import Adapter
 
     assert Adapter.unusable_after_failure(registry.adapter("jax"), "cpu") is None
     assert "error state" in Adapter.unusable_after_failure(registry.adapter("jax"), "cuda")

@@ -14,8 +14,8 @@ import pytest
 autograd = pytest.importorskip("autograd")
 import autograd.numpy as anp  # noqa: E402
 
-from adcompare import plugins  # noqa: E402
-from adcompare.adapter import CellInputs, Support  # noqa: E402
+from adcompare.plugin import registry as plugins  # noqa: E402
+from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402

@@ -15,9 +15,9 @@ import pytest
 
 if importlib.util.find_spec("tensorflow") is None:  # not importorskip: the adapter must import it, quietly
     pytest.skip("tensorflow is not installed; pip install 'adcompare[tensorflow-cpu]'", allow_module_level=True)
-from adcompare import plugins
+from adcompare.plugin import registry as plugins
 from adcompare import problem  # noqa: E402
-from adcompare.adapter import CellInputs, Support  # noqa: E402
+from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402

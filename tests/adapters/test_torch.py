@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("array_api_compat")
 
-from adcompare import plugins  # noqa: E402
-from adcompare.adapter import CellInputs, Request  # noqa: E402
+from adcompare.plugin import registry as plugins  # noqa: E402
+from adcompare.plugin.adapter import CellInputs, Request  # noqa: E402
 from adcompare.check import check_result, status_of  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.execution import run_once  # noqa: E402

@@ -106,7 +106,7 @@ def test_helpers_die_with_a_killed_worker(tmp_path):
     script.write_text(textwrap.dedent("""
         import sys, time
         from adcompare import plugins
-        from adcompare.adapter import Request
+        from adcompare.plugin.adapter import Request
         from adcompare.inputs import cell_inputs
 
         if __name__ == "__main__":

@@ -18,8 +18,8 @@ from types import ModuleType
 
 import pluggy
 
-from adcompare import hookspecs
-from adcompare.adapter import Adapter
+from adcompare.plugin import hookspecs
+from adcompare.plugin.adapter import Adapter
 from adcompare.model.errors import PluginError, ProblemDefinitionError, unknown
 from adcompare.model.problem import Problem, ProblemDefinition, problems_in
 
