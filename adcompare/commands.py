@@ -18,12 +18,12 @@ from adcompare.plugin import registry as plugins
 from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
                          run_shifts)
 from adcompare.model.errors import UsageError
-from adcompare.expectations import expected_reason, labelled
+from adcompare.verify.expectations import expected_reason, labelled
 from adcompare.model.fingerprint import this_machine
-from adcompare.input_files import check_selected, file_fed, with_inputs
+from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
-from adcompare.reference import reference_value
+from adcompare.verify.reference import reference_value
 from adcompare.result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from adcompare.results import ResultsWriter, finished_keys, load
 from adcompare.shards import ShardSpec

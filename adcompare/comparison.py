@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from adcompare.bootstrap import Bootstrap, Ratio
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.check import scaled_error
+from adcompare.verify.check import scaled_error
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.results import Results

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from adcompare import bootstrap
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.expectations import expected_reason
+from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
 from adcompare.plugin.registry import Registry

@@ -19,13 +19,13 @@ import numpy as np
 from adcompare import memory, timing
 from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.model.cell import Cell
-from adcompare.check import check_result, describe, status_of
+from adcompare.verify.check import check_result, describe, status_of
 from adcompare.model.errors import UnsupportedOperation
-from adcompare.inputs import cell_inputs
+from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.operators import expected_shape, spec
 from adcompare.model.problem import Problem, Size, example_output_shape, output_shape
-from adcompare.reference import ReferenceError
+from adcompare.verify.reference import ReferenceError
 from adcompare.model.status import Status
 
 

@@ -10,7 +10,7 @@ imports `test_adcompare_cell` (as benchmarks/test_matrix.py does, and as a user'
     addopts = "--benchmark-skip"
 
 `pytest --benchmark-only` then benchmarks the quick matrix (narrow it with --adcompare-*), every cell's first call
-checked (shape, NaN, float64 reference: execution.first_call, as `adcompare run` checks it) before it is timed. Known framework limitations (adcompare.expectations) are strict
+checked (shape, NaN, float64 reference: execution.first_call, as `adcompare run` checks it) before it is timed. Known framework limitations (adcompare.verify.expectations) are strict
 xfails with their reason — a listed cell that starts passing fails — and those known to kill the process are
 skipped, since this path runs in-process: one crashing cell would end the pytest session, and JAX's x64 switch is
 flipped per cell. `adcompare run` is the isolated path (one worker process per framework, dtype and device).
@@ -62,7 +62,7 @@ def _selection(config: pytest.Config):
 
 def _param(cell, registry):
     """A cell, marked when it is a known limitation: crashes are skipped (in-process), failures strict xfails."""
-    from adcompare.expectations import expected
+    from adcompare.verify.expectations import expected
     from adcompare.model.status import Status
 
     known = expected(cell, registry.problems[cell.problem].compilable)

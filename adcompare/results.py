@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from adcompare.benchmark_import import load_benchmark_json
-from adcompare.check import cross_check
+from adcompare.verify.check import cross_check
 from adcompare.model.errors import ResultsFileError, UsageError
 from adcompare.result_files import ensure_folder, refuse_existing
 from adcompare.model.fingerprint import Machine

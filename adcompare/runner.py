@@ -18,7 +18,7 @@ from pathlib import Path
 
 from adcompare.budget import left_out
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.check import cross_check
+from adcompare.verify.check import cross_check
 from adcompare.model.measurement import Measurement
 from adcompare.plan import Plan
 from adcompare.plugin.registry import Registry

@@ -58,9 +58,9 @@ from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
 from adcompare.model.cell import Cell
 from adcompare.execution import describe_exception, first_call
-from adcompare.inputs import cell_inputs
+from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check
-from adcompare.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
 from adcompare.model.operators import OPERATORS, data_parallel, minimum_elements
 from adcompare.model.problem import Problem
 from adcompare.model.problem import applicable_operators as admitted_operators
@@ -69,7 +69,7 @@ from adcompare.plan import Plan
 from adcompare.runner import RunOptions, run
 from adcompare.model.shapes import Shapes, shapes_of
 from adcompare.model.status import Status
-from adcompare.tolerance import scaled_error, tolerance
+from adcompare.verify.tolerance import scaled_error, tolerance
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
 CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from adcompare.plugin import registry as plugins
 from adcompare.execution import ExecutionOptions, describe_exception, run_cell
-from adcompare.input_files import with_inputs
+from adcompare.verify.input_sources import with_inputs
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import data_parallel
 from adcompare.protocol import CellRecord, Request, WorkerInfo, send

@@ -98,7 +98,7 @@ def block(run: Callable[[], Any], sync: Callable[[Any], None], number: int) -> d
 def compare(framework: ModuleType, args: argparse.Namespace) -> list[Row]:
     from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
-    from adcompare.inputs import cell_inputs
+    from adcompare.verify.cell_inputs import cell_inputs
 
     registry = plugins.load()
     adapter = registry.adapter(framework.NAME)

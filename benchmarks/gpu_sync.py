@@ -25,7 +25,7 @@ import tempfile
 
 from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Request
-from adcompare.inputs import cell_inputs
+from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.problem import problem as declare_problem
 from adcompare.timing import TimingPolicy, first_call, measure
 

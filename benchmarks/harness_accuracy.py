@@ -24,9 +24,10 @@ PAIRS = 10
 
 JAX_PAIRS = textwrap.dedent("""
     import json, statistics, timeit, sys
-    from adcompare import plugins, timing
+    from adcompare import timing
+    from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
-    from adcompare.inputs import cell_inputs
+    from adcompare.verify.cell_inputs import cell_inputs
     r = plugins.load(); a = r.adapter("jax"); a.setup(dtype="float32", device="cpu", threads=1)
     rows = {}
     for label, prob, size in (("tiny: f_r2_r3 jacrev", "f_r2_r3", "n2"), ("medium: exp_dot_loss n10000 grad", "exp_dot_loss", "n10000")):
@@ -46,9 +47,10 @@ JAX_PAIRS = textwrap.dedent("""
 TORCH_PAIRS = textwrap.dedent("""
     import json, statistics
     import torch.utils.benchmark as tb
-    from adcompare import plugins, timing
+    from adcompare import timing
+    from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
-    from adcompare.inputs import cell_inputs
+    from adcompare.verify.cell_inputs import cell_inputs
     r = plugins.load(); a = r.adapter("torch"); a.setup(dtype="float32", device="cpu", threads=1)
     p = r.problem("exp_dot_loss"); s = p.size("n10000")
     prep = a.prepare(Request(p, "grad", "eager-autograd", "cpu", "float32", cell_inputs(p, s, "grad", "float32")))
@@ -63,9 +65,10 @@ TORCH_PAIRS = textwrap.dedent("""
 CI_TIME = textwrap.dedent("""
     import json, time
     import numpy as np
-    from adcompare import plugins, timing
+    from adcompare import timing
+    from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
-    from adcompare.inputs import cell_inputs
+    from adcompare.verify.cell_inputs import cell_inputs
     r = plugins.load(); a = r.adapter("jax"); a.setup(dtype="float32", device="cpu", threads=1)
     p = r.problem("exp_dot_loss"); s = p.size("n100")
     prep = a.prepare(Request(p, "grad", "compiled", "cpu", "float32", cell_inputs(p, s, "grad", "float32")))

@@ -16,7 +16,7 @@ import jax  # noqa: E402
 
 from adcompare.plugin import registry as plugins  # noqa: E402
 from adcompare.plugin.adapter import Request  # noqa: E402
-from adcompare.inputs import cell_inputs  # noqa: E402
+from adcompare.verify.cell_inputs import cell_inputs  # noqa: E402
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 

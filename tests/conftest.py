@@ -33,7 +33,7 @@ class WholeBatch:
         self.problem = registry.problem("mlp_loss")
 
     def _bound(self, size: str, operator: str):
-        from adcompare.inputs import cell_inputs
+        from adcompare.verify.cell_inputs import cell_inputs
 
         inputs = cell_inputs(self.problem, self.problem.size(size), operator, "float64")
         return self.problem.bind(np, dict(inputs.constants)), inputs
@@ -68,7 +68,7 @@ class WholeBatch:
 
     @staticmethod
     def projection(result: np.ndarray) -> float:
-        from adcompare.check import PROJECTION_SEED
+        from adcompare.verify.check import PROJECTION_SEED
 
         return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(result.shape), result))
 

@@ -21,10 +21,10 @@ import pytest
 from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import CellInputs
 from adcompare.model.cell import Cell
-from adcompare.expectations import expected
-from adcompare.input_files import with_inputs
+from adcompare.verify.expectations import expected
+from adcompare.verify.input_sources import with_inputs
 from adcompare.problems import bundle_adjustment as ba
-from adcompare.reference import reference, reference_value
+from adcompare.verify.reference import reference, reference_value
 
 from .conftest import FIXTURES
 
@@ -235,7 +235,7 @@ UNROLLED = {"torch": ("lstm",)}
 
 
 def cases_for(adapter_name: str, cases: dict) -> dict:
-    """`cases` less the compiled ones out of reach (UNROLLED) or known to fail (adcompare/expectations.py, e.g.
+    """`cases` less the compiled ones out of reach (UNROLLED) or known to fail (adcompare/verify/expectations.py, e.g.
     TensorFlow's XLA and the TensorList of BA's forward-mode vectorized_map)."""
     skip = UNROLLED.get(adapter_name, ())
 

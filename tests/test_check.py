@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from adcompare import problem
-from adcompare import reference as ref_module
+from adcompare.verify import reference as ref_module
 from adcompare.model.cell import Cell
-from adcompare.check import check_result, cross_check, describe, status_of, worst_error
-from adcompare.inputs import cell_inputs
+from adcompare.verify.check import check_result, cross_check, describe, status_of, worst_error
+from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.status import Status
-from adcompare.tolerance import BASE_TOLERANCE, scaled_error, tolerance
+from adcompare.verify.tolerance import BASE_TOLERANCE, scaled_error, tolerance
 
 PERTURBATION = {"float64": 1e-6, "float32": 1e-3}  # relative, in the largest element: must be caught
 
@@ -224,7 +224,7 @@ def test_projection_is_the_same_in_another_process(problems):
     p = problems["exp_dot_loss"]
     right = correct("exp_dot_loss", "hessian", cell_inputs(p, p.size("n10"), "hessian", "float32"))
     here = measured(p, "n10", "hessian", "float32", right).check.projection
-    code = ("import sys, numpy as np; from adcompare import plugins; from adcompare.check import projection; "
+    code = ("import sys, numpy as np; from adcompare.plugin import registry as plugins; from adcompare.verify.check import projection; "
             "p = plugins.load().problem('exp_dot_loss'); "
             "r = np.frombuffer(sys.stdin.buffer.read(), dtype=np.float32).reshape(10, 10); "
             "print(repr(projection(p, p.size('n10'), 'hessian', 'float32', r)))")

@@ -76,7 +76,7 @@ def test_run_then_compare(tmp_path, capsys):
 
 
 def test_expected_failures_are_labelled_and_do_not_fail_the_check(capsys):
-    """Seed 001's data-dependent loop must fail under jit — as data (adcompare/expectations.py), not an error."""
+    """Seed 001's data-dependent loop must fail under jit — as data (adcompare/verify/expectations.py), not an error."""
     argv = ["check", "--adapter", "jax", "--problem", "control_loop", "--operator", "grad", "--variant", "compiled",
             "--dtype", "float32", "--no-progress", "--json"]
     assert main(argv) == 0

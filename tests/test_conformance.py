@@ -11,10 +11,10 @@ import pytest
 
 from adcompare import Prepared
 from adcompare.plugin import registry as plugins
-from adcompare.check import status_of
+from adcompare.verify.check import status_of
 from adcompare.model.errors import UnsupportedOperation
-from adcompare.inputs import cell_inputs
-from adcompare.namespace_probes import used_names
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.namespace_probes import used_names
 from adcompare.plan import gpu_present
 from adcompare.model.status import Status
 from adcompare.testing import (

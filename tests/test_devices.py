@@ -13,11 +13,11 @@ import pytest
 
 from adcompare.model.cell import Cell, worker_group
 from adcompare.cli import main
-from adcompare.inputs import cell_inputs
+from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import devices_unfit, expected_shape
 from adcompare.plan import Selection, plan
-from adcompare.reference import reference
+from adcompare.verify.reference import reference
 from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent

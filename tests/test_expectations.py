@@ -11,7 +11,7 @@ import pytest
 from adcompare import results, runner
 from adcompare.model.cell import Cell
 from adcompare.cli import main
-from adcompare.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,
+from adcompare.verify.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,
                                     expected_reproducer, framework_bug, labelled, size_dims, unexpected)
 from adcompare.model.fingerprint import installed_versions
 from adcompare.model.measurement import Check, Measurement

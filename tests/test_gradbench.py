@@ -8,7 +8,7 @@ hand-written golden tool (tools/manual, C++; the only one for det). Held here:
 - every built-in adapter and variant, float64, in its own worker process (JAX's x64 switch is process-wide),
   reproduces them through the in-process cell path (`execution.run_once`). Slow variants (torch.compile,
   7–16 s a cold compile) run under `-m slow`.
-Tolerance: GradBench's measure |x − y| / max(1, |x| + |y|) (adcompare/tolerance.py's scaled error), at 1e-12
+Tolerance: GradBench's measure |x − y| / max(1, |x| + |y|) (adcompare/verify/tolerance.py's scaled error), at 1e-12
 against every tool but GradBench's jax ode tool, which computes in float32 (tools/jax/ode.py never enables
 jax_enable_x64): GradBench's own 1e-4 there (it is off by ~7e-8).
 """

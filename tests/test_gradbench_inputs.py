@@ -15,11 +15,11 @@ import pytest
 from adcompare.plugin import registry as plugins
 from adcompare.model.cell import Cell
 from adcompare.cli import main
-from adcompare.expectations import expected
-from adcompare.input_files import with_inputs
+from adcompare.verify.expectations import expected
+from adcompare.verify.input_sources import with_inputs
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import lstm as lstm_module
-from adcompare.reference import reference_value
+from adcompare.verify.reference import reference_value
 from adcompare.model.status import Status
 from adcompare.suites import ADBENCH, ADBENCH_BA
 

@@ -24,7 +24,7 @@ ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
     ("adcompare.pytest_plugin", "adcompare.plan"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.plugin.registry"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.benchmark_cell"): LAZY_PYTEST,
-    ("adcompare.pytest_plugin", "adcompare.expectations"): LAZY_PYTEST,
+    ("adcompare.pytest_plugin", "adcompare.verify.expectations"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.model.status"): LAZY_PYTEST,
     ("adcompare.commands", "adcompare.report.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
     ("adcompare.report.page", "adcompare.report.paper"): "matplotlib is an optional extra, loaded only for --figures",
@@ -136,7 +136,7 @@ def allowed(i: Import) -> bool:
 
 def test_the_parser_sees_module_and_function_level_imports():
     found = {(i.module, i.target, i.in_function) for i in all_imports()}
-    assert ("adcompare.check", "adcompare.reference", False) in found
+    assert ("adcompare.verify.check", "adcompare.verify.reference", False) in found
     assert ("adcompare.adapters.jax", "jax", True) in found
     assert ("adcompare.adapters.jax", "adcompare", False) in found  # `from adcompare import hookimpl`
 

@@ -16,7 +16,7 @@ def test_seed_001_jacobian_in_both_modes_and_variants(tmp_path):
     """Runs in a worker (x64 off) and compares with the article's printed values."""
     code = (
         "import numpy as np, json\n"
-        "from adcompare import plugins\nfrom adcompare.plugin.adapter import Request, CellInputs\n"
+        "from adcompare.plugin import registry as plugins\nfrom adcompare.plugin.adapter import Request, CellInputs\n"
         "r = plugins.load(); a = r.adapter('jax'); a.setup(dtype='float32', device='cpu', threads=1)\n"
         "p = r.problem('f_r2_r3'); x = np.array([1.0, 0.5], dtype='float32'); out = {}\n"
         "for op in ('jacfwd', 'jacrev'):\n"
@@ -68,7 +68,7 @@ def test_float32_matmuls_run_in_float32_on_every_device():
     import subprocess
     import sys
 
-    code = ("from adcompare import plugins\nimport jax\n"
+    code = ("from adcompare.plugin import registry as plugins\nimport jax\n"
             "a = plugins.load().adapter('jax'); a.setup(dtype='float32', device='cpu', threads=1)\n"
             "print(jax.config.jax_default_matmul_precision)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

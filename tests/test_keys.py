@@ -18,7 +18,7 @@ from adcompare.plugin.adapter import Adapter
 from adcompare.bootstrap import Bootstrap
 from adcompare.budget import choose
 from adcompare.model.cell import CURRENT, Cell, worker_group
-from adcompare.check import cross_check
+from adcompare.verify.check import cross_check
 from adcompare.display import check_record
 from adcompare.estimate import Estimate, History
 from adcompare.model.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles

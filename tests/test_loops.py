@@ -42,7 +42,7 @@ def test_a_registered_loop_runs_and_not_implemented_falls_back():
 def _lstm_jit_text(c: int) -> str:
     jax = pytest.importorskip("jax")
     from adcompare.adapters.jax import staged_namespace
-    from adcompare.inputs import cell_inputs
+    from adcompare.verify.cell_inputs import cell_inputs
 
     problem = plugins.load().problem("lstm")
     inputs = cell_inputs(problem, problem.size(f"l1-c{c}-b14"), "value", "float32")
@@ -59,7 +59,7 @@ def test_jax_compiles_lstm_as_one_loop_whatever_its_length():
 def test_tensorflow_graphs_hold_lstm_as_one_while_loop():
     tf = pytest.importorskip("tensorflow")
     from adcompare.adapters.tensorflow_namespace import namespace
-    from adcompare.inputs import cell_inputs
+    from adcompare.verify.cell_inputs import cell_inputs
 
     problem = plugins.load().problem("lstm")
     sizes = {}

@@ -1,7 +1,7 @@
 """Every available adapter × the quick suite's cells × variant × both dtypes, through real workers.
 
 Each cell must agree with the float64 reference and, pairwise, with every other adapter that ran it; unsupported
-cells must say why. Known framework limitations are data in adcompare/expectations.py, checked strictly.
+cells must say why. Known framework limitations are data in adcompare/verify/expectations.py, checked strictly.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from adcompare.plan import Selection, required_frameworks, usable_adapters
 from adcompare.plan import plan as make_plan
 from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy
-from adcompare.expectations import unexpected
+from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()
 PLAN = make_plan(REGISTRY, Selection(suite="quick", dtypes=("float32", "float64")))

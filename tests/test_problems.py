@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from adcompare.plugin import registry as plugins
-from adcompare.namespace_probes import ATTRIBUTES, PROBES, used_names
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, used_names
 from adcompare.model.operators import OPERATORS, applicable
 from adcompare.model.problem import example_output_shape, output_shape
 from adcompare.model.shapes import evaluated_shapes, shapes_of, without_hints

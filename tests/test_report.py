@@ -275,7 +275,7 @@ def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
 def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the_csv(tmp_path):
     from adcompare.plugin import registry as plugins
     from adcompare.model.cell import Cell
-    from adcompare.expectations import labelled
+    from adcompare.verify.expectations import labelled
     from adcompare.model.measurement import Measurement
     from adcompare.report import build
     from adcompare.results import Results

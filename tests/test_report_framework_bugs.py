@@ -10,7 +10,7 @@ import pytest
 
 from adcompare import results
 from adcompare.plugin import registry as plugins
-from adcompare.expectations import FRAMEWORK_BUGS, expected_reproducer, labelled
+from adcompare.verify.expectations import FRAMEWORK_BUGS, expected_reproducer, labelled
 from adcompare.report import build
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from adcompare.plugin import registry as plugins
 from adcompare.plan import Plan, usable_adapters
 from adcompare.model.cell import Cell
 from adcompare.model.problem import applicable_operators
-from adcompare.expectations import unexpected
+from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()
 ADAPTERS, _ = usable_adapters(REGISTRY, ())

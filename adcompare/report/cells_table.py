@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adcompare.model.cell import FIELDS, Cell
-from adcompare.expectations import expected_reason
+from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.report import sizes
 from adcompare.report.compile_cost import compile_seconds

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from adcompare.expectations import expected_reason
+from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.report import sizes

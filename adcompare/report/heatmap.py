@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from adcompare.bootstrap import Bootstrap
-from adcompare.expectations import expected, expected_reason
+from adcompare.verify.expectations import expected, expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.model.support import Support

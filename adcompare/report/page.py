@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from adcompare.expectations import expected_reason, expected_reproducer
+from adcompare.verify.expectations import expected_reason, expected_reproducer
 from adcompare.model.measurement import Measurement
 from adcompare.results import Results
 from adcompare.model.status import MEANINGS, Status

@@ -105,9 +105,9 @@ def test_helpers_die_with_a_killed_worker(tmp_path):
     script = tmp_path / "hold.py"
     script.write_text(textwrap.dedent("""
         import sys, time
-        from adcompare import plugins
+        from adcompare.plugin import registry as plugins
         from adcompare.plugin.adapter import Request
-        from adcompare.inputs import cell_inputs
+        from adcompare.verify.cell_inputs import cell_inputs
 
         if __name__ == "__main__":
             registry = plugins.load(())

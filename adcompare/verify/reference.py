@@ -42,7 +42,7 @@ import numpy as np
 from adcompare.plugin.adapter import CellInputs
 from adcompare.model.operators import spec
 from adcompare.model.problem import Problem, Size
-from adcompare.tolerance import scaled_error
+from adcompare.verify.tolerance import scaled_error
 
 EPS = float(np.finfo(np.float64).eps)
 FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made
@@ -492,7 +492,7 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
         return _value(problem, pt, operator)
     if op.takes == "tangent" and pt.tangent is None or op.takes == "cotangent" and pt.cotangent is None:
         raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a seeded {op.takes}, and the "
-                             f"cell's inputs have none; build them with adcompare.inputs.cell_inputs")
+                             f"cell's inputs have none; build them with adcompare.verify.cell_inputs.cell_inputs")
     if op.per_example and pt.batch is None:
         raise ReferenceError(f"problem {problem.name!r}: per-example operator {operator!r} needs the batch "
                              f"argument in CellInputs.batch")
