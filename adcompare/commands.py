@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from adcompare import display, environments, executors, provenance, runner, study
+from adcompare import display, environments, executors, runner, study
+from adcompare.store import provenance
 from adcompare.plugin import registry as plugins
 from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
                          run_shifts)
@@ -24,8 +25,8 @@ from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
 from adcompare.verify.reference import reference_value
-from adcompare.result_files import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
-from adcompare.results import ResultsWriter, finished_keys, load
+from adcompare.store.output_paths import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
+from adcompare.store.results import ResultsWriter, finished_keys, load
 from adcompare.shards import ShardSpec
 from adcompare.significance import NOISE
 from adcompare.model.status import Status

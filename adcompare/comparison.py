@@ -43,7 +43,7 @@ from adcompare.model.cell import CURRENT, Cell
 from adcompare.verify.check import scaled_error
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.results import Results
+from adcompare.store.results import Results
 from adcompare.significance import NOISE, Difference, judge
 from adcompare.model.status import Status
 from adcompare.timing import median_interval

@@ -22,7 +22,7 @@ from adcompare.model.cell import CURRENT, Cell, worker_group
 from adcompare.model.operators import minimum_elements, spec
 from adcompare.plugin.registry import Registry
 from adcompare.verify.reference import FULL_REFERENCE_BUDGET
-from adcompare.results import Results
+from adcompare.store.results import Results
 from adcompare.model.shapes import Shapes, shapes_of
 from adcompare.model.support import Support
 from adcompare.timing import TimingPolicy

@@ -24,8 +24,8 @@ from pathlib import Path
 from rich.console import Console
 
 from adcompare.model.errors import SchedulerError, UsageError
-from adcompare.result_files import ensure_folder
-from adcompare.results import merge_files
+from adcompare.store.output_paths import ensure_folder
+from adcompare.store.results import merge_files
 
 err = Console(stderr=True)
 

@@ -15,7 +15,7 @@ from adcompare.estimate import Estimate, History, estimate
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry
 from adcompare.preflight import estimate_bytes
-from adcompare.results import load
+from adcompare.store.results import load
 from adcompare.plan import Plan, Selection
 from adcompare.plan import plan as make_plan
 from adcompare.shards import ShardSpec, owns_decided, shard_cells

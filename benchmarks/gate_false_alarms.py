@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from adcompare.comparison import compare, regressions
-from adcompare.results import load
+from adcompare.store.results import load
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE / "gate_slowdown_plugin.py"

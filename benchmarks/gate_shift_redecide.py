@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from adcompare.comparison import compare, regressions, run_shifts
-from adcompare.results import Results, load
+from adcompare.store.results import Results, load
 
 
 def decide(base: Results, cand: Results, pct: float, against_shift: bool) -> tuple[list[str], dict | None]:

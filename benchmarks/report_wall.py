@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from adcompare.results import load
+from adcompare.store.results import load
 
 GOAL_S = 150.0
 

@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from adcompare.results import load
+from adcompare.store.results import load
 
 SLICES = {
     "exp_dot_loss": ["--problem", "exp_dot_loss", "--size", "n10000", "--operator", "grad,jacfwd,jacrev"],

@@ -14,7 +14,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from adcompare.results import load
+from adcompare.store.results import load
 from adcompare.study import BASELINES
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adcompare import results
+from adcompare.store import results
 from adcompare.bootstrap import MIN_SAMPLES, Bootstrap
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing

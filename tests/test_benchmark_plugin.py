@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adcompare.model.errors import ResultsFileError
-from adcompare.results import load
+from adcompare.store.results import load
 from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from adcompare.model.errors import UsageError
 from adcompare.estimate import estimate
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
-from adcompare.results import finished_keys, load
+from adcompare.store.results import finished_keys, load
 from adcompare.model.status import Status
 
 

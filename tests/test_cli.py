@@ -142,6 +142,6 @@ def test_run_labels_expected_failures_and_keeps_wide_tables_in_a_pipe(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "failed (expected)" in done.stdout and "1 failed as expected" in done.stdout
     assert any("control_loop" in line and "compiled" in line for line in done.stdout.splitlines())  # one row a line
-    from adcompare.results import load
+    from adcompare.store.results import load
 
     assert "data-dependent" in load([out]).measurements[0].details["expected_failure"]

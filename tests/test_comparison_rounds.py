@@ -17,7 +17,7 @@ from adcompare.plugin.adapter import Prepared
 from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
                                   between_rounds, compare, regressions, run_shifts)
 from adcompare.model.measurement import Check, Measurement, Timing
-from adcompare.results import Results, ResultsWriter, load
+from adcompare.store.results import Results, ResultsWriter, load
 from adcompare.rounds import merge_rounds
 from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy, measure, median_interval

@@ -17,7 +17,7 @@ from adcompare.environments import EnvironmentSpec
 from adcompare.model.errors import EnvironmentSetupError
 from adcompare.plan import Selection
 from adcompare.plan import plan as make_plan
-from adcompare.results import load
+from adcompare.store.results import load
 
 OLD, NEW = "1.8.0", "1.9.1"  # numpy >= 2 needs autograd >= 1.7
 SELECT = ["--adapter", "autograd", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad,vjp,jvp",

@@ -12,7 +12,7 @@ from adcompare.cli import main
 from adcompare.estimate import History, estimate
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
-from adcompare.results import ResultsWriter, load
+from adcompare.store.results import ResultsWriter, load
 from adcompare.model.status import Status
 
 

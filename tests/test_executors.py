@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 
 from adcompare.cli import main
-from adcompare.results import load
+from adcompare.store.results import load
 
 SELECTION = ["--problem", "f_xy,f_r2_r3", "--adapter", "autograd", "--dtype", "float32", "--suite", "full"]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import results, runner
+from adcompare import runner
+from adcompare.store import results
 from adcompare.model.cell import Cell
 from adcompare.cli import main
 from adcompare.verify.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,

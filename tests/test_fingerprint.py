@@ -8,7 +8,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.report.page import _provenance
-from adcompare.results import ResultsWriter, load
+from adcompare.store.results import ResultsWriter, load
 from adcompare.model.status import Status
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float32")

@@ -27,7 +27,7 @@ from adcompare.report.figures import style
 from adcompare.report.findings import claims, evaluate, timed_index
 from adcompare.report.summary import summarize
 from adcompare.report.svgchart import Palette
-from adcompare.results import Results, load
+from adcompare.store.results import Results, load
 from adcompare.model.status import Status
 from adcompare.model.support import Support
 

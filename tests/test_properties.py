@@ -25,7 +25,7 @@ from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.report.findings import claims, evaluate, timed_index
 from adcompare.report.svgchart import _range, _Scale, ticks
 from adcompare.report.summary import summarize
-from adcompare.results import ResultsWriter, load
+from adcompare.store.results import ResultsWriter, load
 from adcompare.significance import ALPHA, NOISE, rank_p
 from adcompare.model.status import Status
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import report, results
+from adcompare import report
+from adcompare.store import results
 from adcompare.report import compile_cost, sizes
 from adcompare.model.measurement import Timing
 
@@ -278,7 +279,7 @@ def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the
     from adcompare.verify.expectations import labelled
     from adcompare.model.measurement import Measurement
     from adcompare.report import build
-    from adcompare.results import Results
+    from adcompare.store.results import Results
     from adcompare.model.status import Status
 
     problems = plugins.load().problems

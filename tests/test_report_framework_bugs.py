@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import results
+from adcompare.store import results
 from adcompare.plugin import registry as plugins
 from adcompare.verify.expectations import FRAMEWORK_BUGS, expected_reproducer, labelled
 from adcompare.report import build

@@ -9,7 +9,7 @@ import pytest
 
 from adcompare.cli import main
 from adcompare.model.errors import UsageError
-from adcompare.results import ResultsWriter, load
+from adcompare.store.results import ResultsWriter, load
 
 CELL = ["--problem", "f_xy", "--operator", "hessian", "--adapter", "autograd", "--no-progress"]
 
@@ -48,7 +48,7 @@ def test_an_existing_output_is_refused_unless_resume_or_overwrite(tmp_path, caps
 def test_a_file_being_written_is_refused_to_a_second_writer(tmp_path):
     path = tmp_path / "r.jsonl"
     with ResultsWriter(path, {"host": "h"}):
-        code = ("from adcompare.results import ResultsWriter\n"
+        code = ("from adcompare.store.results import ResultsWriter\n"
                 f"ResultsWriter({str(path)!r}, {{'host': 'h'}}, resume=True)\n")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert "is being written by another adcompare run" in done.stderr

@@ -17,7 +17,7 @@ from adcompare.report.summary import entry, summarize
 from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Check, Measurement, Timing
-from adcompare.results import SCHEMA, ResultsWriter, finished_keys, load
+from adcompare.store.results import SCHEMA, ResultsWriter, finished_keys, load
 from adcompare.model.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent

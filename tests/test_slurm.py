@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.results import load
+from adcompare.store.results import load
 
 from .slurm_cluster import Cluster, missing
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from markupsafe import Markup
 
 from adcompare.comparison import EnvironmentPair, pair_environments
-from adcompare.results import Results
+from adcompare.store.results import Results
 
 TITLE = "Environments side by side"
 

@@ -21,7 +21,7 @@ import jinja2
 
 from adcompare.verify.expectations import expected_reason, expected_reproducer
 from adcompare.model.measurement import Measurement
-from adcompare.results import Results
+from adcompare.store.results import Results
 from adcompare.model.status import MEANINGS, Status
 from adcompare.model.support import Support
 from adcompare.model.units import seconds

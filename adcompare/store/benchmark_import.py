@@ -16,7 +16,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.model.status import Status
-from adcompare.timing_validity import timing_problem
+from adcompare.store.timing_validity import timing_problem
 
 REQUIRED = ("adcompare_cell", "status", "first_call", "compile")
 

@@ -17,7 +17,7 @@ from adcompare.model.fingerprint import Machine
 
 def git_commit() -> str | None:
     """The commit of the adcompare source tree, when it is a git checkout."""
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parents[2]  # the checkout: adcompare/store/ → repository root
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, timeout=5)

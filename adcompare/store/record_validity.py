@@ -14,7 +14,7 @@ from adcompare.model.cell import FIELDS
 from adcompare.model.measurement import Check, Timing
 from adcompare.model.status import Status
 from adcompare.model.support import Support
-from adcompare.timing_validity import timing_problem
+from adcompare.store.timing_validity import timing_problem
 
 
 def _required(cls: type) -> tuple[str, ...]:
