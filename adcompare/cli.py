@@ -7,7 +7,7 @@ from rich.console import Console
 
 from adcompare import __version__
 from adcompare.model.errors import AdcompareError
-from adcompare.suites import SUITE_SUMMARIES, SUITES
+from adcompare.study.suites import SUITE_SUMMARIES, SUITES
 
 EPILOG = """\
 examples:

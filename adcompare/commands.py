@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from adcompare import display, environments, executors, runner, study
+from adcompare import display, executors, runner
+from adcompare.study import environments
+from adcompare.study import scope as study
 from adcompare.store import provenance
 from adcompare.plugin import registry as plugins
 from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
@@ -22,15 +24,15 @@ from adcompare.model.errors import UsageError
 from adcompare.verify.expectations import expected_reason, labelled
 from adcompare.model.fingerprint import this_machine
 from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
-from adcompare.plan import Selection
-from adcompare.plan import plan as make_plan
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.verify.reference import reference_value
 from adcompare.store.output_paths import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from adcompare.store.results import ResultsWriter, finished_keys, load
-from adcompare.shards import ShardSpec
+from adcompare.study.shards import ShardSpec
 from adcompare.significance import NOISE
 from adcompare.model.status import Status
-from adcompare.suites import SUITES
+from adcompare.study.suites import SUITES
 
 # Piped or redirected, tables keep readable columns instead of rich's 80-column default.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)

@@ -19,7 +19,7 @@ from adcompare.model.problem import output_shape
 from adcompare.significance import METHOD
 from adcompare.model.status import Status
 from adcompare.model.units import seconds
-from adcompare.suites import SUITE_SUMMARIES
+from adcompare.study.suites import SUITE_SUMMARIES
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare.suites import SUITE_SUMMARIES, SUITES
+from adcompare.study.suites import SUITE_SUMMARIES, SUITES
 
 PLUGINS_INI = "adcompare_plugins"
 
@@ -50,7 +50,7 @@ def plugin_specs(config: pytest.Config) -> tuple[str, ...]:
 
 
 def _selection(config: pytest.Config):
-    from adcompare.plan import Selection
+    from adcompare.study.plan import Selection
 
     def opt(name: str) -> tuple[str, ...]:
         return tuple(v for v in config.getoption(f"--adcompare-{name}").split(",") if v)
@@ -79,7 +79,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "adcompare_cell" not in metafunc.fixturenames:
         return
     from adcompare.plugin import registry as plugins
-    from adcompare.plan import plan as make_plan
+    from adcompare.study.plan import plan as make_plan
 
     registry = plugins.load(plugin_specs(metafunc.config))
     plan = make_plan(registry, _selection(metafunc.config))

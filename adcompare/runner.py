@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from adcompare.budget import left_out
+from adcompare.study.budget import left_out
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.verify.check import cross_check
 from adcompare.model.measurement import Measurement
-from adcompare.plan import Plan
+from adcompare.study.plan import Plan
 from adcompare.plugin.registry import Registry
 from adcompare.rounds import merge_rounds, timed
 from adcompare.model.status import Status

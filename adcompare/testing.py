@@ -65,7 +65,7 @@ from adcompare.model.operators import OPERATORS, data_parallel, minimum_elements
 from adcompare.model.problem import Problem
 from adcompare.model.problem import applicable_operators as admitted_operators
 from adcompare.model.problem import problem as declare_problem
-from adcompare.plan import Plan
+from adcompare.study.plan import Plan
 from adcompare.runner import RunOptions, run
 from adcompare.model.shapes import Shapes, shapes_of
 from adcompare.model.status import Status

@@ -2,7 +2,7 @@
 
 Reads the results file of a whole-suite run (merged shards included), prints its cells by status and its five most
 expensive families, and writes the suite's entry in
-adcompare/suite_baselines.json: cells recorded, wall time, the machine (CPU and core count from the file's
+adcompare/study/suite_baselines.json: cells recorded, wall time, the machine (CPU and core count from the file's
 provenance), the date, and where the results are committed. The wall time is what the run took end to end, passed
 with --wall (e.g. from `time`); without it, the sum of the cells' and workers' start-up times the file records.
 Run: python benchmarks/suite_baseline.py SUITE RESULTS [--wall SECONDS] [--committed PATH]
@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from adcompare.store.results import load
-from adcompare.study import BASELINES
+from adcompare.study.scope import BASELINES
 
 
 def main() -> None:

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from adcompare.budget import choose, parse_duration
+from adcompare.study.budget import choose, parse_duration
 from adcompare.cli import main
 from adcompare.model.errors import UsageError
-from adcompare.estimate import estimate
-from adcompare.plan import Selection
-from adcompare.plan import plan as make_plan
+from adcompare.study.estimate import estimate
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.store.results import finished_keys, load
 from adcompare.model.status import Status
 

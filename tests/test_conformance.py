@@ -15,7 +15,7 @@ from adcompare.verify.check import status_of
 from adcompare.model.errors import UnsupportedOperation
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.namespace_probes import used_names
-from adcompare.plan import gpu_present
+from adcompare.study.plan import gpu_present
 from adcompare.model.status import Status
 from adcompare.testing import (
     AdapterConformance,
@@ -218,7 +218,7 @@ def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, s
     from adcompare.benchmark_cell import benchmark_cell
     from adcompare.model.cell import Cell
     from adcompare.execution import run_once
-    from adcompare.plan import Plan
+    from adcompare.study.plan import Plan
     from adcompare.timing import TimingPolicy
 
     registry = plugins.load((VERDICTS,))

@@ -16,7 +16,7 @@ from adcompare.cli import main
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import devices_unfit, expected_shape
-from adcompare.plan import Selection, plan
+from adcompare.study.plan import Selection, plan
 from adcompare.verify.reference import reference
 from adcompare.model.status import Status
 

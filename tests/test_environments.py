@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import environments
+from adcompare.study import environments
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.cli import main
-from adcompare.environments import EnvironmentSpec
+from adcompare.study.environments import EnvironmentSpec
 from adcompare.model.errors import EnvironmentSetupError
-from adcompare.plan import Selection
-from adcompare.plan import plan as make_plan
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.store.results import load
 
 OLD, NEW = "1.8.0", "1.9.1"  # numpy >= 2 needs autograd >= 1.7

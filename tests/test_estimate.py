@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from adcompare.plan import Selection
-from adcompare.plan import plan as make_plan
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.model.cell import Cell
-from adcompare import study
+from adcompare.study import scope as study
 from adcompare.cli import main
-from adcompare.estimate import History, estimate
+from adcompare.study.estimate import History, estimate
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
 from adcompare.store.results import ResultsWriter, load

@@ -10,7 +10,7 @@ import pytest
 
 from adcompare.plugin import registry as plugins
 from adcompare.model.operators import spec
-from adcompare.plan import Selection, plan, usable_adapters
+from adcompare.study.plan import Selection, plan, usable_adapters
 from adcompare.model.problem import applicable_operators
 from adcompare.model.shapes import shapes_of
 from adcompare.model.status import Status

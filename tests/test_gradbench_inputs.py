@@ -21,7 +21,7 @@ from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import lstm as lstm_module
 from adcompare.verify.reference import reference_value
 from adcompare.model.status import Status
-from adcompare.suites import ADBENCH, ADBENCH_BA
+from adcompare.study.suites import ADBENCH, ADBENCH_BA
 
 from .conftest import FIXTURES
 

@@ -21,7 +21,7 @@ ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
     ("adcompare.cli", "adcompare.commands"): LAZY_CLI,
     ("adcompare.cli", "rich.markup"): LAZY_CLI,
     ("adcompare.commands", "adcompare.report"): LAZY_CLI + " (the report builder loads jinja2)",
-    ("adcompare.pytest_plugin", "adcompare.plan"): LAZY_PYTEST,
+    ("adcompare.pytest_plugin", "adcompare.study.plan"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.plugin.registry"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.benchmark_cell"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.verify.expectations"): LAZY_PYTEST,

@@ -12,14 +12,14 @@ import pytest
 from adcompare.plugin import registry as plugins
 from adcompare.cli import main
 from adcompare.verify.input_sources import with_inputs
-from adcompare.plan import Selection
-from adcompare.plan import plan as make_plan
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.model.problem import Size, read_input_file
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module
 from adcompare.verify.reference import reference_value
 from adcompare.model.cell import Cell
-from adcompare.suites import ADBENCH, allows
+from adcompare.study.suites import ADBENCH, allows
 
 from .conftest import FIXTURES
 

@@ -6,7 +6,7 @@ import pytest
 
 from adcompare import runner
 from adcompare.model.cell import Cell
-from adcompare.plan import Plan, gpu_present
+from adcompare.study.plan import Plan, gpu_present
 from adcompare.model.status import Status
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]

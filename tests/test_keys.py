@@ -16,11 +16,11 @@ import pytest
 
 from adcompare.plugin.adapter import Adapter
 from adcompare.bootstrap import Bootstrap
-from adcompare.budget import choose
+from adcompare.study.budget import choose
 from adcompare.model.cell import CURRENT, Cell, worker_group
 from adcompare.verify.check import cross_check
 from adcompare.display import check_record
-from adcompare.estimate import Estimate, History
+from adcompare.study.estimate import Estimate, History
 from adcompare.model.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
 from adcompare.report import compile_cost, relative_cost
 from adcompare.report.figures import style

@@ -8,7 +8,7 @@ import numpy as np
 
 from adcompare import Adapter, Capability, Prepared, Shapes
 from adcompare.plugin import registry as plugins
-from adcompare.preflight import estimate_bytes, too_large
+from adcompare.study.preflight import estimate_bytes, too_large
 from adcompare.testing import LARGE_SHAPES, materialised_failures
 
 REGISTRY = plugins.load()

@@ -7,7 +7,7 @@ import pytest
 from adcompare import Shapes, grid
 from adcompare import problem
 from adcompare.model.errors import ProblemDefinitionError
-from adcompare.preflight import too_large
+from adcompare.study.preflight import too_large
 from adcompare.model.problem import output_shape, problems_in
 
 
@@ -85,7 +85,7 @@ def test_problems_in_module_and_builtin_registry(registry):
 def test_one_order_of_sizes_behind_smallest_and_larger():
     """Total dimension units first (n=2, p=1 is smaller than n=1, p=100), then dimension by dimension. The
     planner's order (quick suite's smallest size, a timeout skipping larger sizes) is this one."""
-    from adcompare.plan import _size_order
+    from adcompare.study.plan import _size_order
 
     @problem(sizes=[{"n": 1, "p": 100}, {"n": 3, "p": 1}, {"n": 2, "p": 2}, {"n": 2, "p": 1}], wrt="x")
     def scaled(x, /, *, xp):

@@ -15,8 +15,8 @@ import pytest
 
 from adcompare.plugin import registry as plugins
 from adcompare.cli import main
-from adcompare.plan import Selection
-from adcompare.plan import plan as make_plan
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 
 from .test_environments import NEW, OLD, _index_reachable
 

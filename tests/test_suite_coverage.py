@@ -6,7 +6,7 @@ import pytest
 
 from adcompare import runner
 from adcompare.plugin import registry as plugins
-from adcompare.plan import Plan, usable_adapters
+from adcompare.study.plan import Plan, usable_adapters
 from adcompare.model.cell import Cell
 from adcompare.model.problem import applicable_operators
 from adcompare.verify.expectations import unexpected

@@ -11,7 +11,7 @@ import time
 
 from adcompare import runner
 from adcompare.model.cell import Cell
-from adcompare.plan import Plan
+from adcompare.study.plan import Plan
 from adcompare.store.results import load
 from adcompare.model.status import Status
 from adcompare.timing import TimingPolicy

@@ -278,7 +278,7 @@ def test_a_failed_compile_costs_one_cell_not_the_worker():
     full suite (eager too); the worker now restarts after a failed torch cell."""
     from adcompare import runner
     from adcompare.model.cell import Cell
-    from adcompare.plan import Plan
+    from adcompare.study.plan import Plan
     from adcompare.timing import TimingPolicy
 
     cells = [Cell("rbf_kernel_map", "n10", "vmap_jacfwd", "torch", v, "cpu", "float32") for v in ("compiled", "eager")]

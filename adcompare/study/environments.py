@@ -35,7 +35,7 @@ from adcompare.model.errors import EnvironmentSetupError
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
 
-PACKAGE = Path(__file__).resolve().parent  # the adcompare package this process runs
+PACKAGE = Path(__file__).resolve().parents[1]  # the adcompare package this process runs (this is adcompare/study/)
 MANIFEST = "adcompare-environment.json"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

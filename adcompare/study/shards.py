@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
-from adcompare.estimate import Estimate
+from adcompare.study.estimate import Estimate
 
 
 @dataclass(frozen=True)

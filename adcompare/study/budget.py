@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
-from adcompare.estimate import Estimate
+from adcompare.study.estimate import Estimate
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 
