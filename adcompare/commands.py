@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from adcompare import display, executors, runner
+from adcompare import display
+from adcompare.run import executors
+from adcompare.run import runner
 from adcompare.study import environments
 from adcompare.study import scope as study
 from adcompare.store import provenance

@@ -46,7 +46,7 @@ from adcompare.model.measurement import Measurement, Timing
 from adcompare.store.results import Results
 from adcompare.significance import NOISE, Difference, judge
 from adcompare.model.status import Status
-from adcompare.timing import median_interval
+from adcompare.run.timing import median_interval
 
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model

@@ -89,7 +89,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def adcompare_measure(request: pytest.FixtureRequest):
     """Benchmark one cell in-process: prepare, check, then pytest-benchmark times `run(); sync()`."""
-    from adcompare.benchmark_cell import benchmark_cell
+    from adcompare.run.benchmark_cell import benchmark_cell
 
     specs = plugin_specs(request.config)
     return lambda cell, benchmark: benchmark_cell(cell, benchmark, specs)

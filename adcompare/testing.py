@@ -57,7 +57,7 @@ import pytest
 from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
 from adcompare.model.cell import Cell
-from adcompare.execution import describe_exception, first_call
+from adcompare.run.in_process import describe_exception, first_call
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
@@ -66,7 +66,7 @@ from adcompare.model.problem import Problem
 from adcompare.model.problem import applicable_operators as admitted_operators
 from adcompare.model.problem import problem as declare_problem
 from adcompare.study.plan import Plan
-from adcompare.runner import RunOptions, run
+from adcompare.run.runner import RunOptions, run
 from adcompare.model.shapes import Shapes, shapes_of
 from adcompare.model.status import Status
 from adcompare.verify.tolerance import scaled_error, tolerance

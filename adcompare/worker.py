@@ -26,11 +26,11 @@ import time
 from dataclasses import replace
 
 from adcompare.plugin import registry as plugins
-from adcompare.execution import ExecutionOptions, describe_exception, run_cell
+from adcompare.run.in_process import ExecutionOptions, describe_exception, run_cell
 from adcompare.verify.input_sources import with_inputs
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import data_parallel
-from adcompare.protocol import CellRecord, Request, WorkerInfo, send
+from adcompare.run.protocol import CellRecord, Request, WorkerInfo, send
 from adcompare.model.status import Status
 
 

@@ -9,7 +9,7 @@ variants, three callables are timed:
 - `hand, native`: the expression in the framework's native ops under the same transform; hand-xp ÷ native is
   what the namespace's shims cost against native ops, reported beside the gate, not hidden in it.
 Each is timed in blocks of calls (calls per block calibrated so a block lasts about `BLOCK_SECONDS`, the sync
-inside every call, as in adcompare.timing) and the three are interleaved block by block, their order rotating,
+inside every call, as in adcompare.run.timing) and the three are interleaved block by block, their order rotating,
 for `--pairs` rounds: load on a shared machine then hits all three alike within a round. A round's ratio is
 adapter ÷ hand-xp in that round; the report gives the median per-call times, the median ratio over rounds with
 the interquartile range and the full range of the rounds' ratios, and marks a median above `GATE`.

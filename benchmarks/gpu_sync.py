@@ -1,6 +1,6 @@
 """Is the device sync inside adcompare's timed region? Proven against the GPU's own clocks (needs a CUDA GPU).
 
-For GPU cells whose kernels take >= 1 ms, adcompare's steady-state median (adcompare.timing.measure, the same
+For GPU cells whose kernels take >= 1 ms, adcompare's steady-state median (adcompare.run.timing.measure, the same
 code a worker runs) must be >= 0.9x the kernel time the device itself measured, and for torch agree within 5% with
 torch.utils.benchmark timing the same callable the same way (`sync(run())`; its plain `run()` figure, where the
 next launch overlaps the last call's GPU work, is printed beside it):
@@ -27,7 +27,7 @@ from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Request
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.problem import problem as declare_problem
-from adcompare.timing import TimingPolicy, first_call, measure
+from adcompare.run.timing import TimingPolicy, first_call, measure
 
 SIZES = (2048, 4096, 8192)
 POLICY = TimingPolicy(min_time=0.5, max_time=3.0)

@@ -24,7 +24,7 @@ PAIRS = 10
 
 JAX_PAIRS = textwrap.dedent("""
     import json, statistics, timeit, sys
-    from adcompare import timing
+    from adcompare.run import timing
     from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
     from adcompare.verify.cell_inputs import cell_inputs
@@ -47,7 +47,7 @@ JAX_PAIRS = textwrap.dedent("""
 TORCH_PAIRS = textwrap.dedent("""
     import json, statistics
     import torch.utils.benchmark as tb
-    from adcompare import timing
+    from adcompare.run import timing
     from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
     from adcompare.verify.cell_inputs import cell_inputs
@@ -65,7 +65,7 @@ TORCH_PAIRS = textwrap.dedent("""
 CI_TIME = textwrap.dedent("""
     import json, time
     import numpy as np
-    from adcompare import timing
+    from adcompare.run import timing
     from adcompare.plugin import registry as plugins
     from adcompare.plugin.adapter import Request
     from adcompare.verify.cell_inputs import cell_inputs

@@ -249,7 +249,7 @@ def cases_for(adapter_name: str, cases: dict) -> dict:
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
     """In this process: float64 results of `adapter_name` for (problem, operator, variant) cases on ADBench's
     test inputs (BA on `ba_rows()`); {case: list, or the reason it is unsupported, or the error}."""
-    from adcompare.execution import describe_exception, run_once
+    from adcompare.run.in_process import describe_exception, run_once
 
     registry = _registry()
     adapter = registry.adapter(adapter_name)

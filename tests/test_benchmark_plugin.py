@@ -96,7 +96,7 @@ def test_a_users_own_project_benchmarks_its_problems(tmp_path):
 def test_a_cell_on_several_devices_is_skipped_in_process_with_the_command_that_times_it():
     """A framework fixes its device list when imported, so pytest's in-process path cannot emulate 2 devices; the
     cell skips with the `adcompare run` that can (it failed with the worker's refusal before)."""
-    from adcompare.benchmark_cell import benchmark_cell
+    from adcompare.run.benchmark_cell import benchmark_cell
     from adcompare.model.cell import Cell
 
     class Recorder:

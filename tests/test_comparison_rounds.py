@@ -18,9 +18,9 @@ from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WA
                                   between_rounds, compare, regressions, run_shifts)
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.store.results import Results, ResultsWriter, load
-from adcompare.rounds import merge_rounds
+from adcompare.run.rounds import merge_rounds
 from adcompare.model.status import Status
-from adcompare.timing import TimingPolicy, measure, median_interval
+from adcompare.run.timing import TimingPolicy, measure, median_interval
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 

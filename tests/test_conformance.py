@@ -214,12 +214,12 @@ class BenchmarkRecorder:
 def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, says):
     """The worker (`adcompare run`), pytest-benchmark's path and the conformance suite share one first call: a
     wrong shape is failed and a NaN is nan in each (pytest-benchmark's path skipped both checks before)."""
-    from adcompare import runner
-    from adcompare.benchmark_cell import benchmark_cell
+    from adcompare.run import runner
+    from adcompare.run.benchmark_cell import benchmark_cell
     from adcompare.model.cell import Cell
-    from adcompare.execution import run_once
+    from adcompare.run.in_process import run_once
     from adcompare.study.plan import Plan
-    from adcompare.timing import TimingPolicy
+    from adcompare.run.timing import TimingPolicy
 
     registry = plugins.load((VERDICTS,))
     problem, adapter = registry.problem(problem_name), registry.adapter(adapter_name)

@@ -126,7 +126,7 @@ def test_environments_are_built_once_and_isolated(release_run, capsys):
 def test_an_environment_worker_ignores_the_parents_python_path(release_run, monkeypatch):
     import autograd
 
-    from adcompare.worker_process import WorkerProcess
+    from adcompare.run.worker_handle import WorkerProcess
 
     parent = str(Path(autograd.__file__).parent.parent)  # this interpreter's site-packages, autograd 1.9.1 in it
     monkeypatch.setenv("PYTHONPATH", parent)

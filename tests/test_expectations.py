@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare import runner
+from adcompare.run import runner
 from adcompare.store import results
 from adcompare.model.cell import Cell
 from adcompare.cli import main

@@ -117,7 +117,7 @@ def test_numpy_values_equal_every_gradbench_tool(evaluation, index):
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
     """In this process: float64 results of `adapter_name` for (eval, size label, operator, variant) cases on the
     generated inputs (GradBench's, as the test above holds); {case: list, or why unsupported, or the error}."""
-    from adcompare.execution import describe_exception, run_once
+    from adcompare.run.in_process import describe_exception, run_once
 
     registry = plugins.load()
     adapter = registry.adapter(adapter_name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompare import runner
+from adcompare.run import runner
 from adcompare.model.cell import Cell
 from adcompare.study.plan import Plan, gpu_present
 from adcompare.model.status import Status

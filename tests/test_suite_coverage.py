@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare import runner
+from adcompare.run import runner
 from adcompare.plugin import registry as plugins
 from adcompare.study.plan import Plan, usable_adapters
 from adcompare.model.cell import Cell

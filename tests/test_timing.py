@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import binom
 
 from adcompare.plugin.adapter import Prepared
-from adcompare.timing import TimingPolicy, measure, median_interval, precise
+from adcompare.run.timing import TimingPolicy, measure, median_interval, precise
 
 
 def _work():

@@ -9,7 +9,7 @@ import pytest
 from adcompare.verify import reference as ref_module
 from adcompare.model.cell import Cell
 from adcompare.verify.check import status_of
-from adcompare.execution import ExecutionOptions, run_cell
+from adcompare.run.in_process import ExecutionOptions, run_cell
 from adcompare.verify.expectations import framework_bug
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.reference import reference

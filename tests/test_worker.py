@@ -9,12 +9,12 @@ import sys
 import time
 
 
-from adcompare import runner
+from adcompare.run import runner
 from adcompare.model.cell import Cell
 from adcompare.study.plan import Plan
 from adcompare.store.results import load
 from adcompare.model.status import Status
-from adcompare.timing import TimingPolicy
+from adcompare.run.timing import TimingPolicy
 
 QUICK = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)
 

@@ -25,7 +25,7 @@ from adcompare.verify.reference import FULL_REFERENCE_BUDGET
 from adcompare.store.results import Results
 from adcompare.model.shapes import Shapes, shapes_of
 from adcompare.model.support import Support
-from adcompare.timing import TimingPolicy
+from adcompare.run.timing import TimingPolicy
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}

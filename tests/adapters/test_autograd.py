@@ -18,7 +18,7 @@ from adcompare.plugin import registry as plugins  # noqa: E402
 from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
 from adcompare.verify.check import check_result, status_of  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
-from adcompare.execution import run_once  # noqa: E402
+from adcompare.run.in_process import run_once  # noqa: E402
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
 from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
 from adcompare.model.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402

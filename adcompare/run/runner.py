@@ -22,10 +22,10 @@ from adcompare.verify.check import cross_check
 from adcompare.model.measurement import Measurement
 from adcompare.study.plan import Plan
 from adcompare.plugin.registry import Registry
-from adcompare.rounds import merge_rounds, timed
+from adcompare.run.rounds import merge_rounds, timed
 from adcompare.model.status import Status
-from adcompare.timing import TimingPolicy
-from adcompare.worker_process import WorkerProcess
+from adcompare.run.timing import TimingPolicy
+from adcompare.run.worker_handle import WorkerProcess
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from adcompare import memory, timing
+from adcompare.run import memory
+from adcompare.run import timing
 from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.model.cell import Cell
 from adcompare.verify.check import check_result, describe, status_of

@@ -11,7 +11,7 @@ import pytest
 from adcompare.plugin import registry as plugins
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UnsupportedOperation
-from adcompare.execution import first_call
+from adcompare.run.in_process import first_call
 from adcompare.model.status import Status
 
 
