@@ -20,7 +20,7 @@ from adcompare.study import environments
 from adcompare.study import scope as study
 from adcompare.store import provenance
 from adcompare.plugin import registry as plugins
-from adcompare.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
+from adcompare.analysis.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
                          run_shifts)
 from adcompare.model.errors import UsageError
 from adcompare.verify.expectations import expected_reason, labelled
@@ -32,7 +32,7 @@ from adcompare.verify.reference import reference_value
 from adcompare.store.output_paths import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from adcompare.store.results import ResultsWriter, finished_keys, load
 from adcompare.study.shards import ShardSpec
-from adcompare.significance import NOISE
+from adcompare.analysis.significance import NOISE
 from adcompare.model.status import Status
 from adcompare.study.suites import SUITES
 
@@ -278,7 +278,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _print_findings(measurements) -> None:
     """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
-    from adcompare.report.findings import findings, top
+    from adcompare.analysis.findings import findings, top
 
     found = findings(measurements)
     display.print_findings(out, top(found), len(found))

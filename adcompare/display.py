@@ -9,14 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from adcompare import bootstrap
+from adcompare.analysis import bootstrap
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
 from adcompare.plugin.registry import Registry
 from adcompare.model.problem import output_shape
-from adcompare.significance import METHOD
+from adcompare.analysis.significance import METHOD
 from adcompare.model.status import Status
 from adcompare.model.units import seconds
 from adcompare.study.suites import SUITE_SUMMARIES

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from adcompare.comparison import compare, regressions
+from adcompare.analysis.comparison import compare, regressions
 from adcompare.store.results import load
 
 HERE = Path(__file__).resolve().parent

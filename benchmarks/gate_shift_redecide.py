@@ -19,7 +19,7 @@ import itertools
 import json
 from pathlib import Path
 
-from adcompare.comparison import compare, regressions, run_shifts
+from adcompare.analysis.comparison import compare, regressions, run_shifts
 from adcompare.store.results import Results, load
 
 

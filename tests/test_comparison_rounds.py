@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from adcompare.model.cell import Cell
 from adcompare.cli import main
 from adcompare.plugin.adapter import Prepared
-from adcompare.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
+from adcompare.analysis.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
                                   between_rounds, compare, regressions, run_shifts)
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.store.results import Results, ResultsWriter, load

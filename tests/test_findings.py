@@ -9,7 +9,7 @@ import pytest
 
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.report.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, _times, claims, findings, top
+from adcompare.analysis.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, _times, claims, findings, top
 from adcompare.model.status import Status
 
 SEEDS = ("000", "001", "002", "004")
@@ -36,7 +36,7 @@ def _finding(ms, seed="001", index=0):
 
 
 def test_claims_are_package_data_quoted_from_each_seed():
-    data = json.loads(resources.files("adcompare.report").joinpath("seed_claims.json").read_text("utf-8"))
+    data = json.loads(resources.files("adcompare.analysis").joinpath("seed_claims.json").read_text("utf-8"))
     assert {c["seed"] for c in data["claims"]} == set(SEEDS)
     for c in claims():
         assert c.quote and c.article and (c.slower or c.parallel) and not (c.slower and c.parallel)

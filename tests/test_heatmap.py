@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from adcompare.bootstrap import Bootstrap
+from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.report import heatmap

@@ -26,9 +26,9 @@ ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
     ("adcompare.pytest_plugin", "adcompare.run.benchmark_cell"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.verify.expectations"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.model.status"): LAZY_PYTEST,
-    ("adcompare.commands", "adcompare.report.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
+    ("adcompare.commands", "adcompare.analysis.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
     ("adcompare.report.page", "adcompare.report.paper"): "matplotlib is an optional extra, loaded only for --figures",
-    ("adcompare.significance", "scipy.stats"): "scipy.stats takes about a second to import; only rank tests need it",
+    ("adcompare.analysis.significance", "scipy.stats"): "scipy.stats takes about a second to import; only rank tests need it",
     ("adcompare.run.executors", "submitit"): "an optional extra (adcompare[slurm]), imported when --executor slurm asks",
 }
 # `if TYPE_CHECKING:` imports never run: they give type checkers the names of annotations. They are left out of

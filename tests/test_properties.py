@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
 from adcompare import report
-from adcompare.bootstrap import LEVEL, MIN_SAMPLES, RESAMPLES, SEED, Bootstrap
+from adcompare.analysis.bootstrap import LEVEL, MIN_SAMPLES, RESAMPLES, SEED, Bootstrap
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Check, Measurement, Timing
-from adcompare.report.findings import claims, evaluate, timed_index
+from adcompare.analysis.findings import claims, evaluate, timed_index
 from adcompare.report.svgchart import _range, _Scale, ticks
-from adcompare.report.summary import summarize
+from adcompare.analysis.summary import summarize
 from adcompare.store.results import ResultsWriter, load
-from adcompare.significance import ALPHA, NOISE, rank_p
+from adcompare.analysis.significance import ALPHA, NOISE, rank_p
 from adcompare.model.status import Status
 
 SETTINGS = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])

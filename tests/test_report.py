@@ -14,7 +14,8 @@ import pytest
 
 from adcompare import report
 from adcompare.store import results
-from adcompare.report import compile_cost, sizes
+from adcompare.analysis import compile_cost
+from adcompare.analysis import sizes
 from adcompare.model.measurement import Timing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"

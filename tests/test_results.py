@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from adcompare.bootstrap import Bootstrap
-from adcompare.report.summary import entry, summarize
+from adcompare.analysis.bootstrap import Bootstrap
+from adcompare.analysis.summary import entry, summarize
 
 from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from adcompare.bootstrap import Bootstrap
+from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.model.measurement import Timing
-from adcompare.significance import ALPHA, NOISE, holm, judge, rank_p
+from adcompare.analysis.significance import ALPHA, NOISE, holm, judge, rank_p
 
 
 def _timing(samples) -> Timing:

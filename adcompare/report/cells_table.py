@@ -17,9 +17,9 @@ from typing import Any
 from adcompare.model.cell import FIELDS, Cell
 from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
-from adcompare.report import sizes
-from adcompare.report.compile_cost import compile_seconds
-from adcompare.report.summary import operator_order
+from adcompare.analysis import sizes
+from adcompare.analysis.compile_cost import compile_seconds
+from adcompare.analysis.summary import operator_order
 
 
 def _num(value: float | int | None, digits: int = 4) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from markupsafe import Markup
 
-from adcompare.comparison import EnvironmentPair, pair_environments
+from adcompare.analysis.comparison import EnvironmentPair, pair_environments
 from adcompare.store.results import Results
 
 TITLE = "Environments side by side"

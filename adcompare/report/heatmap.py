@@ -18,14 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from adcompare.bootstrap import Bootstrap
+from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.verify.expectations import expected, expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.model.support import Support
 from adcompare.model.units import seconds
-from adcompare.report import sizes
-from adcompare.report.summary import entry, operator_order, sample_key, timed
+from adcompare.analysis import sizes
+from adcompare.analysis.summary import entry, operator_order, sample_key, timed
 from adcompare.report.svgchart import CHAR_W, esc
 
 # viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)

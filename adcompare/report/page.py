@@ -25,10 +25,17 @@ from adcompare.store.results import Results
 from adcompare.model.status import MEANINGS, Status
 from adcompare.model.support import Support
 from adcompare.model.units import seconds
-from adcompare import bootstrap, significance
-from adcompare.report import (across_devices, cells_table, compile_cost, correctness, environments, figures, findings,
-               framework_bugs, heatmap, relative_cost, summary)
-from adcompare.report.dimensions import Dimensions
+from adcompare.analysis import bootstrap
+from adcompare.analysis import significance
+from adcompare.analysis import across_devices as device_series
+from adcompare.report import across_devices, cells_table, environments, figures, heatmap
+from adcompare.analysis import compile_cost
+from adcompare.analysis import correctness
+from adcompare.analysis import findings
+from adcompare.analysis import framework_bugs
+from adcompare.analysis import relative_cost
+from adcompare.analysis import summary
+from adcompare.analysis.dimensions import Dimensions
 from adcompare.report.svgchart import Chart, Palette
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
@@ -181,7 +188,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
                                         else "")))
 
     glance = heatmap.heatmaps(ms, machine_label, boot)
-    cores = across_devices.cores_by_machine(results.provenance)
+    cores = device_series.cores_by_machine(results.provenance)
     found = findings.findings(ms, boot, cores)
     clock.mark("overview")
 
@@ -204,7 +211,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         if (chart := figures.compile_scatter(palette, title, items)) is not None:
             compiling.append(Figure(title, chart))
     devices = across_devices.blocks(
-        across_devices.series(ms, cores, boot), palette,
+        device_series.series(ms, cores, boot), palette,
         machine_label)
     clock.mark("figures")
     if figures_dir is not None:
@@ -249,7 +256,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "bounded": relative_cost.BOUNDED_OPERATORS,
         "compiling": compiling,
         "devices": devices,
-        "efficiency_formula": across_devices.FORMULA,
+        "efficiency_formula": device_series.FORMULA,
         "compile_rows": compile_cost.at_largest_size(compile_items),
         "compile_formula": compile_cost.FORMULA,
         "matrices": correctness.matrices(ms),

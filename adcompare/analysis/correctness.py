@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
-from adcompare.report import sizes
-from adcompare.report.summary import entry, operator_order
+from adcompare.analysis import sizes
+from adcompare.analysis.summary import entry, operator_order
 
 NOT_RUN = frozenset({Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED})
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
 from adcompare.model.status import Status
-from adcompare.report import sizes
-from adcompare.bootstrap import Bootstrap, Ratio
-from adcompare.significance import Difference, judge
+from adcompare.analysis import sizes
+from adcompare.analysis.bootstrap import Bootstrap, Ratio
+from adcompare.analysis.significance import Difference, judge
 from adcompare.model.cell import CURRENT
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adcompare.bootstrap import Ratio
+from adcompare.analysis.bootstrap import Ratio
 
 ALPHA = 0.05
 NOISE = 0.05  # a 5 % difference of medians is within run-to-run variation on a shared machine

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from adcompare.bootstrap import Bootstrap
+from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.model.cell import CURRENT
 from adcompare.model.measurement import Measurement
-from adcompare.significance import Difference, judge
-from adcompare.report import across_devices
-from adcompare.report.sizes import sort_key
-from adcompare.report.summary import entry, sample_key, timed
+from adcompare.analysis.significance import Difference, judge
+from adcompare.analysis import across_devices
+from adcompare.analysis.sizes import sort_key
+from adcompare.analysis.summary import entry, sample_key, timed
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
 NOT_MEASURABLE = "not measurable here"
@@ -65,7 +65,7 @@ class Claim:
 
 
 def claims() -> list[Claim]:
-    data = json.loads(resources.files("adcompare.report").joinpath("seed_claims.json").read_text(encoding="utf-8"))
+    data = json.loads(resources.files("adcompare.analysis").joinpath("seed_claims.json").read_text(encoding="utf-8"))
     return [Claim(**{**c, "slower": tuple(c.get("slower", ()))}) for c in data["claims"]]
 
 

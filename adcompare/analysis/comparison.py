@@ -38,13 +38,13 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from adcompare.bootstrap import Bootstrap, Ratio
+from adcompare.analysis.bootstrap import Bootstrap, Ratio
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.verify.check import scaled_error
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.store.results import Results
-from adcompare.significance import NOISE, Difference, judge
+from adcompare.analysis.significance import NOISE, Difference, judge
 from adcompare.model.status import Status
 from adcompare.run.timing import median_interval
 
