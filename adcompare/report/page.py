@@ -28,7 +28,7 @@ from adcompare.model.units import seconds
 from adcompare.analysis import bootstrap
 from adcompare.analysis import significance
 from adcompare.analysis import across_devices as device_series
-from adcompare.report import across_devices, cells_table, environments, figures, heatmap
+from adcompare.report import across_devices, cells_table, environments_section, figures, heatmap
 from adcompare.analysis import compile_cost
 from adcompare.analysis import correctness
 from adcompare.analysis import findings
@@ -269,7 +269,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "colour": palette.colour,
         "adapter_index": {a: i for i, a in enumerate(adapters)},
         "payload": payload,
-        "extra_sections": [*environments.sections(results, seconds), *extra_sections],
+        "extra_sections": [*environments_section.sections(results, seconds), *extra_sections],
         "css": _asset("report.css"),
         "script": _asset("report.js"),
         "csv_bytes": len(csv_text.encode()),
