@@ -1,3 +1,3 @@
-from adcompare.cli import main
+from adcompare.cli.main import main
 
 raise SystemExit(main())

@@ -17,7 +17,7 @@ import sys
 import time
 import tracemalloc
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 
 
 def wall_seconds(argv: list[str], repeat: int) -> list[float]:

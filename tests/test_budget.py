@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adcompare.study.budget import choose, parse_duration
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.model.errors import UsageError
 from adcompare.study.estimate import estimate
 from adcompare.study.plan import Selection

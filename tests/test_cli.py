@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 from tests.conftest import FAULTS
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 
 
 @pytest.mark.parametrize("args, says", [

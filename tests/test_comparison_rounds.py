@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adcompare.model.cell import Cell
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.plugin.adapter import Prepared
 from adcompare.analysis.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
                                   between_rounds, compare, regressions, run_shifts)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from adcompare.model.cell import Cell, worker_group
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import devices_unfit, expected_shape

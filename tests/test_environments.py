@@ -12,7 +12,7 @@ import pytest
 
 from adcompare.study import environments
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.study.environments import EnvironmentSpec
 from adcompare.model.errors import EnvironmentSetupError
 from adcompare.study.plan import Selection

@@ -8,7 +8,7 @@ from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
 from adcompare.model.cell import Cell
 from adcompare.study import scope as study
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.study.estimate import History, estimate
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement

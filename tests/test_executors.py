@@ -7,7 +7,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.store.results import load
 
 SELECTION = ["--problem", "f_xy,f_r2_r3", "--adapter", "autograd", "--dtype", "float32", "--suite", "full"]

@@ -11,7 +11,7 @@ import pytest
 from adcompare.run import runner
 from adcompare.store import results
 from adcompare.model.cell import Cell
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.verify.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,
                                     expected_reproducer, framework_bug, labelled, size_dims, unexpected)
 from adcompare.model.fingerprint import installed_versions

@@ -14,7 +14,7 @@ import pytest
 
 from adcompare.plugin import registry as plugins
 from adcompare.model.cell import Cell
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.verify.expectations import expected
 from adcompare.verify.input_sources import with_inputs
 from adcompare.problems import bundle_adjustment as ba

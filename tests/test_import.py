@@ -7,14 +7,14 @@ FRAMEWORKS = ("jax", "torch", "tensorflow", "autograd")
 
 
 def test_import_adcompare_imports_no_framework():
-    code = ("import sys, adcompare, adcompare.cli, adcompare.run.runner, adcompare.plugin.registry as p; p.load(); "
+    code = ("import sys, adcompare, adcompare.cli.main, adcompare.run.runner, adcompare.plugin.registry as p; p.load(); "
             f"print([m for m in {FRAMEWORKS!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_list_json_imports_no_framework_and_is_valid():
-    code = ("import sys, io, contextlib, json; from adcompare.cli import main; buf = io.StringIO();\n"
+    code = ("import sys, io, contextlib, json; from adcompare.cli.main import main; buf = io.StringIO();\n"
             "with contextlib.redirect_stdout(buf): rc = main(['list', '--json'])\n"
             f"print(json.dumps({{'rc': rc, 'inv': json.loads(buf.getvalue()), "
             f"'loaded': [m for m in {FRAMEWORKS!r} if m in sys.modules]}}))")

@@ -18,15 +18,15 @@ LAZY_CLI = "the CLI loads a command's modules only when that command runs: `adco
 LAZY_PYTEST = ("pytest loads the plugin into every session through its entry point; the core loads only when a "
                "test asks for the benchmark matrix")
 ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
-    ("adcompare.cli", "adcompare.commands"): LAZY_CLI,
-    ("adcompare.cli", "rich.markup"): LAZY_CLI,
-    ("adcompare.commands", "adcompare.report"): LAZY_CLI + " (the report builder loads jinja2)",
+    ("adcompare.cli.main", "adcompare.cli.commands"): LAZY_CLI,
+    ("adcompare.cli.main", "rich.markup"): LAZY_CLI,
+    ("adcompare.cli.commands", "adcompare.report"): LAZY_CLI + " (the report builder loads jinja2)",
     ("adcompare.pytest_plugin", "adcompare.study.plan"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.plugin.registry"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.run.benchmark_cell"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.verify.expectations"): LAZY_PYTEST,
     ("adcompare.pytest_plugin", "adcompare.model.status"): LAZY_PYTEST,
-    ("adcompare.commands", "adcompare.analysis.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
+    ("adcompare.cli.commands", "adcompare.analysis.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
     ("adcompare.report.page", "adcompare.report.paper"): "matplotlib is an optional extra, loaded only for --figures",
     ("adcompare.analysis.significance", "scipy.stats"): "scipy.stats takes about a second to import; only rank tests need it",
     ("adcompare.run.executors", "submitit"): "an optional extra (adcompare[slurm]), imported when --executor slurm asks",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from adcompare.plugin import registry as plugins
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.verify.input_sources import with_inputs
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan

@@ -19,7 +19,7 @@ from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.study.budget import choose
 from adcompare.model.cell import CURRENT, Cell, worker_group
 from adcompare.verify.check import cross_check
-from adcompare.display import check_record
+from adcompare.cli.tables import check_record
 from adcompare.study.estimate import Estimate, History
 from adcompare.model.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
 from adcompare.analysis import compile_cost

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 
 matplotlib = pytest.importorskip("matplotlib", reason="matplotlib is the optional extra adcompare[plot]")
 FIXTURE = Path(__file__).parent / "fixtures" / "report"

@@ -76,7 +76,7 @@ def test_the_built_in_adapters_declare_at_least_the_operators_need():
 def test_the_guides_dense_vjp_adapter_is_planned_too_large_instead_of_killed(capsys):
     from pathlib import Path
 
-    from adcompare.cli import main
+    from adcompare.cli.main import main
 
     plugin = Path(__file__).parent / "fixtures" / "thirdparty" / "numpy_fd" / "adcompare_numpy_fd.py"
     argv = ["run", "--plugin", str(plugin), "--adapter", "numpy-fd", "--problem", "tanh", "--operator", "vjp",

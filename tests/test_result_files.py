@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.model.errors import UsageError
 from adcompare.store.results import ResultsWriter, load
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from adcompare.cli import main
+from adcompare.cli.main import main
 from adcompare.model.errors import UsageError
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan

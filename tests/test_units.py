@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from adcompare import display
+from adcompare.cli import tables as display
 from adcompare.model import units
 from adcompare.report import figures, heatmap, page
 

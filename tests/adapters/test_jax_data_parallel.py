@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("jax")
 
-from adcompare.cli import main  # noqa: E402
+from adcompare.cli.main import main  # noqa: E402
 
 
 @pytest.fixture(scope="module")

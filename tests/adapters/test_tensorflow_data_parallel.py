@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from adcompare.cli import main  # noqa: E402
+from adcompare.cli.main import main  # noqa: E402
 
 SIZE = "B16-h4"
 

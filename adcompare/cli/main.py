@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     try:
-        from adcompare import commands
+        from adcompare.cli import commands
 
         return getattr(commands, f"cmd_{args.command}")(args)
     except AdcompareError as exc:

@@ -1,4 +1,4 @@
-"""What each CLI command does; argument parsing lives in cli.py, tables in display.py."""
+"""What each CLI command does; argument parsing lives in cli/main.py, tables in cli/tables.py."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
-from adcompare import display
+from adcompare.cli import tables as display
 from adcompare.run import executors
 from adcompare.run import runner
 from adcompare.study import environments
