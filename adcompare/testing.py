@@ -67,7 +67,8 @@ from adcompare.model.problem import applicable_operators as admitted_operators
 from adcompare.model.problem import problem as declare_problem
 from adcompare.study.plan import Plan
 from adcompare.run.runner import RunOptions, run
-from adcompare.model.shapes import Shapes, shapes_of
+from adcompare.model.problem import shapes_of
+from adcompare.model.shapes import Shapes
 from adcompare.model.status import Status
 from adcompare.verify.tolerance import scaled_error, tolerance
 

@@ -27,7 +27,8 @@ from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Request
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.problem import problem as declare_problem
-from adcompare.run.timing import TimingPolicy, first_call, measure
+from adcompare.model.timing_policy import TimingPolicy
+from adcompare.run.timing import first_call, measure
 
 SIZES = (2048, 4096, 8192)
 POLICY = TimingPolicy(min_time=0.5, max_time=3.0)

@@ -20,7 +20,8 @@ from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.store.results import Results, ResultsWriter, load
 from adcompare.run.rounds import merge_rounds
 from adcompare.model.status import Status
-from adcompare.run.timing import TimingPolicy, measure, median_interval
+from adcompare.model.timing_policy import TimingPolicy
+from adcompare.run.timing import measure, median_interval
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 

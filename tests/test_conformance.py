@@ -219,7 +219,7 @@ def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, s
     from adcompare.model.cell import Cell
     from adcompare.run.in_process import run_once
     from adcompare.study.plan import Plan
-    from adcompare.run.timing import TimingPolicy
+    from adcompare.model.timing_policy import TimingPolicy
 
     registry = plugins.load((VERDICTS,))
     problem, adapter = registry.problem(problem_name), registry.adapter(adapter_name)

@@ -12,7 +12,7 @@ from adcompare.plugin import registry as plugins
 from adcompare.model.operators import spec
 from adcompare.study.plan import Selection, plan, usable_adapters
 from adcompare.model.problem import applicable_operators
-from adcompare.model.shapes import shapes_of
+from adcompare.model.problem import shapes_of
 from adcompare.model.status import Status
 
 REGISTRY = plugins.load()

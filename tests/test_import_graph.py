@@ -1,5 +1,6 @@
-"""Imports point one way: no cycle between adcompare modules, and no function-level import except those on
-`ALLOWED_IN_FUNCTIONS`, each with its reason (start-up cost, never to hide a cycle).
+"""Imports point one way: the sub-packages follow the pipeline (model → plugin → verify → store → study → run →
+analysis → report → cli), no cycle between modules, none hidden under `if TYPE_CHECKING:`, and frameworks only
+inside adapters' functions. What lazy imports protect (start-up time) is tested where it shows: test_import.py.
 
 Every `import` and `from ... import` in adcompare/, adapters/ and problems/ is parsed with `ast`, those inside
 functions included, so a cycle hidden by a function-level import still counts as a cycle.
@@ -14,29 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"adcompare": "adcompare", "adapters": "adcompare.adapters", "problems": "adcompare.problems"}
 # Imported inside functions of adcompare.adapters.* only: a framework loads in the worker that runs its cells.
 FRAMEWORKS = frozenset({"jax", "torch", "tensorflow", "autograd", "array_api_compat"})
-LAZY_CLI = "the CLI loads a command's modules only when that command runs: `adcompare --help` stays fast"
-LAZY_PYTEST = ("pytest loads the plugin into every session through its entry point; the core loads only when a "
-               "test asks for the benchmark matrix")
-ALLOWED_IN_FUNCTIONS: dict[tuple[str, str], str] = {
-    ("adcompare.cli.main", "adcompare.cli.commands"): LAZY_CLI,
-    ("adcompare.cli.main", "rich.markup"): LAZY_CLI,
-    ("adcompare.cli.commands", "adcompare.report"): LAZY_CLI + " (the report builder loads jinja2)",
-    ("adcompare.pytest_plugin", "adcompare.study.plan"): LAZY_PYTEST,
-    ("adcompare.pytest_plugin", "adcompare.plugin.registry"): LAZY_PYTEST,
-    ("adcompare.pytest_plugin", "adcompare.run.benchmark_cell"): LAZY_PYTEST,
-    ("adcompare.pytest_plugin", "adcompare.verify.expectations"): LAZY_PYTEST,
-    ("adcompare.pytest_plugin", "adcompare.model.status"): LAZY_PYTEST,
-    ("adcompare.cli.commands", "adcompare.analysis.findings"): LAZY_CLI + " (importing adcompare.report loads jinja2)",
-    ("adcompare.report.page", "adcompare.report.paper"): "matplotlib is an optional extra, loaded only for --figures",
-    ("adcompare.analysis.significance", "scipy.stats"): "scipy.stats takes about a second to import; only rank tests need it",
-    ("adcompare.run.executors", "submitit"): "an optional extra (adcompare[slurm]), imported when --executor slurm asks",
-}
-# `if TYPE_CHECKING:` imports never run: they give type checkers the names of annotations. They are left out of
-# the import graph, and each is listed here with its reason, so none hides a runtime dependency.
-TYPE_ONLY: dict[tuple[str, str], str] = {
-    ("adcompare.model.shapes", "adcompare.model.problem"): "shapes_of's annotations; problem.py imports shapes at run time",
-    ("adcompare.model.operators", "adcompare.model.shapes"): "minimum_elements' annotation; operators needs no Shapes value",
-}
+# The sub-packages in pipeline order: each imports only those before it (and itself). The public modules at the top
+# (adcompare, adcompare.testing, adcompare.pytest_plugin, adcompare.worker, adcompare.__main__) may import any.
+PIPELINE = ("model", "plugin", "verify", "store", "study", "run", "analysis", "report", "cli")
 
 
 @dataclass(frozen=True)
@@ -129,9 +110,10 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def allowed(i: Import) -> bool:
-    framework = i.target.split(".")[0] in FRAMEWORKS and i.module.startswith("adcompare.adapters.")
-    return framework or (i.module, i.target) in ALLOWED_IN_FUNCTIONS
+def layer(module: str) -> int | None:
+    """The pipeline position of an adcompare sub-package module; None for the public top-level modules and plugins."""
+    parts = module.split(".")
+    return PIPELINE.index(parts[1]) if len(parts) > 1 and parts[0] == "adcompare" and parts[1] in PIPELINE else None
 
 
 def test_the_parser_sees_module_and_function_level_imports():
@@ -154,17 +136,27 @@ def test_no_import_cycle_between_adcompare_modules():
     assert cycles(edges) == []
 
 
-def test_type_checking_imports_are_the_listed_ones():
-    found = {(i.module, i.target) for i in all_imports() if i.type_only and i.target.startswith("adcompare")}
-    assert found == set(TYPE_ONLY)
+def test_no_import_hides_from_the_type_checker():
+    """A cycle the type checker would see is still a cycle: no `if TYPE_CHECKING:` import of adcompare modules."""
+    assert [f"{i.module}:{i.line}" for i in all_imports() if i.type_only and i.target.startswith("adcompare")] == []
 
 
-def test_function_level_imports_are_only_the_allowed_lazy_ones():
-    hidden = [f"{i.module}:{i.line} imports {i.target} inside a function" for i in all_imports()
-              if i.in_function and not allowed(i)]
-    assert hidden == []
+def test_sub_packages_import_only_earlier_ones_in_the_pipeline():
+    upward = [f"{i.module}:{i.line} imports {i.target}" for i in all_imports()
+              if layer(i.module) is not None and i.target.startswith("adcompare.")
+              and (layer(i.target) is None and i.target.split(".")[1] not in ("adapters", "problems")
+                   or layer(i.target) is not None and layer(i.target) > layer(i.module))]
+    assert upward == []
 
 
-def test_every_allowed_function_level_import_still_exists():
-    used = {(i.module, i.target) for i in all_imports() if i.in_function}
-    assert [key for key in ALLOWED_IN_FUNCTIONS if key not in used] == []
+def test_layer_reads_the_package_of_a_module():
+    assert layer("adcompare.model.cell") == 0 and layer("adcompare.cli.main") == len(PIPELINE) - 1
+    assert layer("adcompare.report") == PIPELINE.index("report")
+    assert layer("adcompare.testing") is None and layer("adcompare.adapters.jax") is None
+
+
+def test_frameworks_are_imported_only_inside_adapter_functions():
+    """The parent process never loads a framework: only an adapter's methods, run in the worker, import one."""
+    found = [f"{i.module}:{i.line} imports {i.target}" for i in all_imports()
+             if i.target.split(".")[0] in FRAMEWORKS and not (i.in_function and i.module.startswith("adcompare.adapters."))]
+    assert found == []

@@ -13,7 +13,7 @@ from adcompare.model.errors import RequiredFrameworkMissing
 from adcompare.study.plan import Selection, required_frameworks, usable_adapters
 from adcompare.study.plan import plan as make_plan
 from adcompare.model.status import Status
-from adcompare.run.timing import TimingPolicy
+from adcompare.model.timing_policy import TimingPolicy
 from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()

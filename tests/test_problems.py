@@ -11,7 +11,8 @@ from adcompare.plugin import registry as plugins
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, used_names
 from adcompare.model.operators import OPERATORS, applicable
 from adcompare.model.problem import example_output_shape, output_shape
-from adcompare.model.shapes import evaluated_shapes, shapes_of, without_hints
+from adcompare.model.problem import evaluated_shapes, shapes_of
+from adcompare.model.shapes import without_hints
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module

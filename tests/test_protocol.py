@@ -7,7 +7,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement
 from adcompare.run.protocol import RESTART, CellRecord, Request, WorkerInfo, line
 from adcompare.model.status import Status
-from adcompare.run.timing import TimingPolicy
+from adcompare.model.timing_policy import TimingPolicy
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")
 

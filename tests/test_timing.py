@@ -6,7 +6,8 @@ import pytest
 from scipy.stats import binom
 
 from adcompare.plugin.adapter import Prepared
-from adcompare.run.timing import TimingPolicy, measure, median_interval, precise
+from adcompare.model.timing_policy import TimingPolicy
+from adcompare.run.timing import measure, median_interval, precise
 
 
 def _work():

@@ -14,7 +14,7 @@ from adcompare.model.cell import Cell
 from adcompare.study.plan import Plan
 from adcompare.store.results import load
 from adcompare.model.status import Status
-from adcompare.run.timing import TimingPolicy
+from adcompare.model.timing_policy import TimingPolicy
 
 QUICK = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)
 

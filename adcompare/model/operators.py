@@ -13,12 +13,8 @@ operators planned at D > 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # annotations only
-    from adcompare.model.shapes import Shapes
-
 from adcompare.model.errors import unknown
+from adcompare.model.shapes import Shapes
 
 
 DATA_PARALLEL = "data-parallel"
@@ -126,7 +122,7 @@ def expected_shape(operator: str, *, wrt_shape: tuple[int, ...], out_shape: tupl
     }[operator]
 
 
-def minimum_elements(operator: str, shapes: "Shapes") -> int:
+def minimum_elements(operator: str, shapes: Shapes) -> int:
     """Array elements `operator` must hold at once by its nature, whatever the algorithm: the result, and for the
     Jacobian forms the identity of basis tangents (forward) or cotangents (reverse) that vmap materialises."""
     n_in, n_out = shapes.n_in, shapes.n_out

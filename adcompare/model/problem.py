@@ -22,7 +22,7 @@ import numpy as np
 
 from adcompare.model.errors import ProblemDefinitionError, closest, unknown
 from adcompare.model.operators import OPERATORS, applicable
-from adcompare.model.shapes import Shapes, shapes_of
+from adcompare.model.shapes import Shapes
 
 DTYPES = ("float32", "float64")
 
@@ -385,3 +385,38 @@ def applicable_operators(problem: Problem, size: Size | None = None) -> list[str
     return [op for op in (problem.operators or OPERATORS)
             if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
             is None]
+
+# Shapes at one size. A problem may declare them from its dimensions (`@<problem>.shapes`, arithmetic only, nothing
+# materialised); otherwise they are found by evaluating it through NumPy at float64 — fine for small sizes, which
+# is why the large built-in problems declare theirs (tests/test_problems.py checks each declaration).
+_CACHE: dict[tuple, Shapes] = {}
+
+
+def shapes_of(problem: Problem, size: Size) -> Shapes:
+    """The problem's shapes at `size`: declared, or evaluated through NumPy once per (problem, size)."""
+    key = (problem.function, problem.generator, problem.shape_function, size)
+    if key not in _CACHE:
+        if problem.shape_function is not None:
+            _CACHE[key] = _normalise(problem.shape_function(**size.as_dict()))
+        else:
+            _CACHE[key] = evaluated_shapes(problem, size)
+    return _CACHE[key]
+
+
+def evaluated_shapes(problem: Problem, size: Size) -> Shapes:
+    """Shapes found by generating the inputs and evaluating the function through NumPy (materialises them)."""
+    inputs = problem.inputs(size, "float64")
+    w = inputs.pop(problem.wrt)
+    out = tuple(np.shape(problem.bind(np, inputs)(w)))
+    if problem.batch is None:
+        return Shapes(tuple(np.shape(w)), out)
+    batch = inputs.pop(problem.batch)
+    example = tuple(np.shape(problem.bind(np, inputs)(w, batch[0])))
+    return Shapes(tuple(np.shape(w)), out, int(np.shape(batch)[0]), example)
+
+
+def _normalise(s: Shapes) -> Shapes:
+    ex = None if s.example_output is None else tuple(int(v) for v in s.example_output)
+    whole = lambda v: None if v is None else int(v)  # noqa: E731
+    return Shapes(tuple(int(v) for v in s.wrt), tuple(int(v) for v in s.output), whole(s.batch), ex,
+                  whole(s.flops), whole(s.operations))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from adcompare.model.timing_policy import TimingPolicy
 from adcompare.run import memory
 from adcompare.run import timing
 from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
@@ -33,7 +34,7 @@ from adcompare.model.status import Status
 @dataclass(frozen=True)
 class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
-    policy: timing.TimingPolicy = timing.TimingPolicy()
+    policy: TimingPolicy = TimingPolicy()
 
 
 @dataclass(frozen=True)

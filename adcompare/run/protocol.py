@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement
-from adcompare.run.timing import TimingPolicy
+from adcompare.model.timing_policy import TimingPolicy
 
 WORKER = "worker"  # the "record" field of the first record
 CELL = "cell"  # the "record" field of each measurement

@@ -24,7 +24,7 @@ from adcompare.study.plan import Plan
 from adcompare.plugin.registry import Registry
 from adcompare.run.rounds import merge_rounds, timed
 from adcompare.model.status import Status
-from adcompare.run.timing import TimingPolicy
+from adcompare.model.timing_policy import TimingPolicy
 from adcompare.run.worker_handle import WorkerProcess
 
 

@@ -30,20 +30,9 @@ from typing import Any
 
 from adcompare.plugin.adapter import Prepared
 from adcompare.model.measurement import Timing
+from adcompare.model.timing_policy import TimingPolicy
 
 FIRST_CALL_MINUS_STEADY = "first call minus steady state"
-
-
-@dataclass(frozen=True)
-class TimingPolicy:
-    warmup_time: float = 0.05
-    block_time: float = 0.01
-    min_time: float = 0.2
-    max_time: float = 2.0
-    min_samples: int = 7  # the rank test of significance.py needs ≥ 7 blocks a side to decide at 0.05
-    max_number: int = 1_000_000
-    precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
-    hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,7 +9,7 @@ The model (no history) follows what running a cell does: a fixed per-cell overhe
 trip to the worker), compilation for compiled variants (seconds per cell for the adapter's `slow_variants`), the
 float64 reference (full derivatives by differencing up to reference.FULL_REFERENCE_BUDGET, once per worker and
 (problem, size, operator): every variant shares it), a first call, and the timer's warm-up and blocks, bounded by
-timing.TimingPolicy. A call's cost grows with the elements the operator materialises (operators.minimum_elements).
+model/timing_policy.py. A call's cost grows with the elements the operator materialises (operators.minimum_elements).
 The constants are priors fitted on the project's 2-core machine (the quick suite, and the full suite's first
 shard); a run's records replace them on the next plan.
 """
@@ -23,9 +23,10 @@ from adcompare.model.operators import minimum_elements, spec
 from adcompare.plugin.registry import Registry
 from adcompare.verify.reference import FULL_REFERENCE_BUDGET
 from adcompare.store.results import Results
-from adcompare.model.shapes import Shapes, shapes_of
+from adcompare.model.problem import shapes_of
+from adcompare.model.shapes import Shapes
 from adcompare.model.support import Support
-from adcompare.run.timing import TimingPolicy
+from adcompare.model.timing_policy import TimingPolicy
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}

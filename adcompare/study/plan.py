@@ -22,7 +22,7 @@ from adcompare.model.operators import OPERATORS, applicable, data_parallel, devi
 from adcompare.plugin.registry import Registry
 from adcompare.study.preflight import too_large
 from adcompare.model.problem import DTYPES, Problem
-from adcompare.model.shapes import shapes_of
+from adcompare.model.problem import shapes_of
 from adcompare.model.status import Status
 from adcompare.study.suites import SUITE_DTYPES, SUITES, allows, suite_devices
 

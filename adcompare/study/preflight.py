@@ -3,7 +3,7 @@
 The estimate is the most array elements the adapter's algorithm materialises (`Adapter.materialised_elements`,
 by default the operator's own need: a full Jacobian or Hessian, and for forward mode the identity of basis tangents,
 n×n at n = 10⁴ is 800 MB in float64), times the item size and a safety factor for framework temporaries. It reads
-the problem's shapes (`shapes.shapes_of`), computed once per (problem, size), so planning costs O(cells).
+the problem's shapes (`problem.shapes_of`), computed once per (problem, size), so planning costs O(cells).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import os
 from adcompare.plugin.adapter import Adapter
 from adcompare.model.operators import minimum_elements
 from adcompare.model.problem import Problem, Size
-from adcompare.model.shapes import shapes_of
+from adcompare.model.problem import shapes_of
 
 SAFETY_FACTOR = 4
 

@@ -279,7 +279,7 @@ def test_a_failed_compile_costs_one_cell_not_the_worker():
     from adcompare.run import runner
     from adcompare.model.cell import Cell
     from adcompare.study.plan import Plan
-    from adcompare.run.timing import TimingPolicy
+    from adcompare.model.timing_policy import TimingPolicy
 
     cells = [Cell("rbf_kernel_map", "n10", "vmap_jacfwd", "torch", v, "cpu", "float32") for v in ("compiled", "eager")]
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)

@@ -1,0 +1,18 @@
+"""How long to time a cell: warm-up, block length, minimum and maximum time, the samples the rank test needs and
+the precision at which timing stops early. run/timing.py applies it; the estimate (study/estimate.py) models it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    warmup_time: float = 0.05
+    block_time: float = 0.01
+    min_time: float = 0.2
+    max_time: float = 2.0
+    min_samples: int = 7  # the rank test of significance.py needs ≥ 7 blocks a side to decide at 0.05
+    max_number: int = 1_000_000
+    precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
+    hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks
