@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 from adcompare.model.errors import CellFailure
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 
 from . import autograd_namespace
 

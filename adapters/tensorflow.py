@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 from adcompare.model.errors import CellFailure
 from adcompare.model.operators import data_parallel
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
 
 from . import tensorflow_namespace
 

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared, Request
 from adcompare.model.errors import CellFailure, UnsupportedOperation
 from adcompare.model.operators import data_parallel, devices_unfit
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared, Request
 
 from .torch_distributed import FunctionReference, ProcessGroup, RankSpec, free_port
 from .torch_namespace import FORWARD_MODE, SCALAR_FIX, fixed_namespace, with_scalar_fix

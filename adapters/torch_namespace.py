@@ -12,7 +12,6 @@ from typing import Any
 
 from .namespace_fix import Fix
 
-
 # --- namespace fixes: standard name -> Fix(trap, route, build(torch, compat)) ---------------------------------
 
 def _sign(torch: ModuleType, compat: ModuleType) -> Callable[..., Any]:

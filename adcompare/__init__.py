@@ -4,11 +4,11 @@ Importing this package imports no AD framework; each adapter imports its framewo
 """
 from __future__ import annotations
 
-from adcompare.plugin.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
-from adcompare.plugin.hookspecs import hookimpl
 from adcompare.model.loops import fold
 from adcompare.model.problem import Problem, grid, problem
 from adcompare.model.shapes import Shapes
+from adcompare.plugin.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
+from adcompare.plugin.hookspecs import hookimpl
 
 try:
     from importlib.metadata import version as _version

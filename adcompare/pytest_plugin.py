@@ -62,8 +62,8 @@ def _selection(config: pytest.Config):
 
 def _param(cell, registry):
     """A cell, marked when it is a known limitation: crashes are skipped (in-process), failures strict xfails."""
-    from adcompare.verify.expectations import expected
     from adcompare.model.status import Status
+    from adcompare.verify.expectations import expected
 
     known = expected(cell, registry.problems[cell.problem].compilable)
     if known is None:

@@ -54,22 +54,21 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from adcompare.plugin import registry as plugins
-from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
 from adcompare.model.cell import Cell
-from adcompare.run.in_process import describe_exception, first_call
-from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check
-from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
 from adcompare.model.operators import OPERATORS, data_parallel, minimum_elements
-from adcompare.model.problem import Problem
+from adcompare.model.problem import Problem, shapes_of
 from adcompare.model.problem import applicable_operators as admitted_operators
 from adcompare.model.problem import problem as declare_problem
-from adcompare.study.plan import Plan
-from adcompare.run.runner import RunOptions, run
-from adcompare.model.problem import shapes_of
 from adcompare.model.shapes import Shapes
 from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
+from adcompare.run.in_process import describe_exception, first_call
+from adcompare.run.runner import RunOptions, run
+from adcompare.study.plan import Plan
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
 from adcompare.verify.tolerance import scaled_error, tolerance
 
 # Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).

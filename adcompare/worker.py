@@ -25,14 +25,13 @@ import sys
 import time
 from dataclasses import replace
 
-from adcompare.plugin import registry as plugins
-from adcompare.run.in_process import ExecutionOptions, describe_exception, run_cell
-from adcompare.verify.input_sources import with_inputs
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import data_parallel
-from adcompare.run.protocol import CellRecord, Request, WorkerInfo, send
 from adcompare.model.status import Status
-
+from adcompare.plugin import registry as plugins
+from adcompare.run.in_process import ExecutionOptions, describe_exception, run_cell
+from adcompare.run.protocol import CellRecord, Request, WorkerInfo, send
+from adcompare.verify.input_sources import with_inputs
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 

@@ -23,12 +23,12 @@ import statistics
 import sys
 import tempfile
 
-from adcompare.plugin import registry as plugins
-from adcompare.plugin.adapter import Request
-from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.problem import problem as declare_problem
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import Request
 from adcompare.run.timing import first_call, measure
+from adcompare.verify.cell_inputs import cell_inputs
 
 SIZES = (2048, 4096, 8192)
 POLICY = TimingPolicy(min_time=0.5, max_time=3.0)
@@ -43,7 +43,6 @@ def gpu_matmul_tanh(x, /, *, a, xp):
 
 @gpu_matmul_tanh.inputs
 def _(rng, n):
-    import numpy as np
 
     return {"x": rng.standard_normal((n, n)), "a": rng.standard_normal((n, n)) / math.sqrt(n)}
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from adcompare import report
-from adcompare.store import results
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.model.operators import OPERATORS
-from adcompare.store.results import ResultsWriter
 from adcompare.model.status import Status
+from adcompare.store import results
+from adcompare.store.results import ResultsWriter
 
 ADAPTERS = {"jax": 1.0, "torch": 1.3, "tensorflow": 1.8, "autograd": 4.0}
 SIZES = {

@@ -35,8 +35,7 @@ import json
 
 import numpy as np
 
-from adcompare import Shapes
-from adcompare import problem
+from adcompare import Shapes, problem
 from adcompare.model.problem import first_lines
 
 CAMERA_PARAMS = 11

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from adcompare import Shapes
-from adcompare import problem
+from adcompare import Shapes, problem
 
 from .gradbench_draws import replay
 

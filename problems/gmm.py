@@ -25,8 +25,7 @@ import math
 
 import numpy as np
 
-from adcompare import Shapes, grid
-from adcompare import problem
+from adcompare import Shapes, grid, problem
 from adcompare.model.problem import first_lines
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
@@ -196,13 +195,13 @@ def _is_json(path: str) -> bool:
 def _adbench_header(path: str) -> dict[str, int]:
     """`d K n` from the first line of ADBench's text format; GradBench's JSON is refused (another convention)."""
     if _is_json(path):
-        raise ValueError(f"GradBench's gmm input (JSON), whose objective is the log posterior: it is "
-                         f"gmm_posterior's input, not gmm's (ADBench's objective adds the Wishart term); use "
-                         f"--problem gmm_posterior")
+        raise ValueError("GradBench's gmm input (JSON), whose objective is the log posterior: it is "
+                         "gmm_posterior's input, not gmm's (ADBench's objective adds the Wishart term); use "
+                         "--problem gmm_posterior")
     with open(path, encoding="utf-8") as f:  # `d K n` and one alpha tell it from BA's and LSTM's
         first, second = first_lines(f)
     if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 1:
-        raise ValueError(f"not ADBench's GMM format (first line `d K n`, then K lines of one alpha)")
+        raise ValueError("not ADBench's GMM format (first line `d K n`, then K lines of one alpha)")
     d, K, n = (int(v) for v in first)
     return {"d": d, "K": K, "n": n}
 
@@ -231,8 +230,8 @@ def _read_adbench(path: str):
 def _gradbench_json(path: str) -> dict:
     """GradBench's gmm input as JSON (the `input` its evals/gmm/run.py sends); ADBench's text is refused."""
     if not _is_json(path):
-        raise ValueError(f"not GradBench's gmm input (JSON); an ADBench text file follows ADBench's "
-                         f"objective: it is gmm's input, not gmm_posterior's; use --problem gmm")
+        raise ValueError("not GradBench's gmm input (JSON); an ADBench text file follows ADBench's "
+                         "objective: it is gmm's input, not gmm_posterior's; use --problem gmm")
     data = json.loads(open(path, encoding="utf-8").read())
     if not isinstance(data, dict) or not {"d", "k", "n", "x", "alpha", "mu", "q", "l"} <= set(data):
         raise ValueError(f"{path}: not GradBench's gmm input (a JSON object with d, k, n, x, m, gamma, alpha, mu, q, "

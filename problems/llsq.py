@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import Shapes, grid
-from adcompare import problem
+from adcompare import Shapes, grid, problem
 
 from .gradbench_draws import replay
 

@@ -1,8 +1,7 @@
 """GradBench's `lse` eval: log-sum-exp from its primitives (evals/lse/README.md, commit f26651a7)."""
 from __future__ import annotations
 
-from adcompare import Shapes
-from adcompare import problem
+from adcompare import Shapes, problem
 
 from .gradbench_draws import replay
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adcompare import Shapes, fold
-from adcompare import problem
+from adcompare import Shapes, fold, problem
 from adcompare.model.problem import first_lines
 
 LSTM_SIZES = [
@@ -166,7 +165,7 @@ def read_lstm_header(path):
         f.seek(0)  # `l c b` and main params' 4b numbers tell it from BA's and GMM's
         first, second = first_lines(f)
     if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 4 * int(first[2]):
-        raise ValueError(f"not ADBench's LSTM format (first line `l c b`, then 2l lines of 4b main params)")
+        raise ValueError("not ADBench's LSTM format (first line `l c b`, then 2l lines of 4b main params)")
     return dict(zip(("l", "c", "b"), (int(v) for v in first)))
 
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import grid
-from adcompare import problem
+from adcompare import grid, problem
 
 LINEAR_GRID = grid(n=[5, 10], p=[8, 16, 64, 256, 512], o=[2, 5])
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare import Shapes
-from adcompare import problem
+from adcompare import Shapes, problem
 
 
 @problem(sizes=[10, 100, 1_000, 10_000], wrt="x1", tags=("tall",), complex_step_safe=True)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-from adcompare import Shapes, grid
-from adcompare import problem
+from adcompare import Shapes, grid, problem
 
 ELEMENTWISE_SIZES = [10, 100, 1_000, 10_000, 1_000_000]
 ELEMENTWISE_OPERATORS = ("value", "jvp", "vjp", "jacfwd", "jacrev")

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adcompare.store import results
+from adcompare.analysis.across_devices import cores_by_machine, series
 from adcompare.analysis.bootstrap import MIN_SAMPLES, Bootstrap
+from adcompare.analysis.findings import CONFIRMED, CONTRADICTED, NOT_MEASURABLE, NOT_MEASURED, claims, findings, top
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.report import build
-from adcompare.analysis.across_devices import cores_by_machine, series
-from adcompare.report.across_devices import blocks
-from adcompare.analysis.findings import CONFIRMED, CONTRADICTED, NOT_MEASURABLE, NOT_MEASURED, claims, findings, top
-from adcompare.report.svgchart import Palette
 from adcompare.model.status import Status
+from adcompare.report import build
+from adcompare.report.across_devices import blocks
+from adcompare.report.svgchart import Palette
+from adcompare.store import results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "devices" / "jax_pmap_grad.jsonl"
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from adcompare.model.cell import Cell
 from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import CellInputs
-from adcompare.model.cell import Cell
+from adcompare.problems import bundle_adjustment as ba
 from adcompare.verify.expectations import expected
 from adcompare.verify.input_sources import with_inputs
-from adcompare.problems import bundle_adjustment as ba
 from adcompare.verify.reference import reference, reference_value
 
 from .conftest import FIXTURES

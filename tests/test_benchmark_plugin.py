@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from adcompare.model.errors import ResultsFileError
-from adcompare.store.results import load
 from adcompare.model.status import Status
+from adcompare.store.results import load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,8 +96,8 @@ def test_a_users_own_project_benchmarks_its_problems(tmp_path):
 def test_a_cell_on_several_devices_is_skipped_in_process_with_the_command_that_times_it():
     """A framework fixes its device list when imported, so pytest's in-process path cannot emulate 2 devices; the
     cell skips with the `adcompare run` that can (it failed with the worker's refusal before)."""
-    from adcompare.run.benchmark_cell import benchmark_cell
     from adcompare.model.cell import Cell
+    from adcompare.run.benchmark_cell import benchmark_cell
 
     class Recorder:
         group, extra_info = None, {}

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from adcompare.study.budget import choose, parse_duration
 from adcompare.cli.main import main
 from adcompare.model.errors import UsageError
+from adcompare.model.status import Status
+from adcompare.store.results import finished_keys, load
+from adcompare.study.budget import choose, parse_duration
 from adcompare.study.estimate import estimate
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
-from adcompare.store.results import finished_keys, load
-from adcompare.model.status import Status
 
 
 def test_durations():

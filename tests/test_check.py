@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from adcompare import problem
-from adcompare.verify import reference as ref_module
 from adcompare.model.cell import Cell
-from adcompare.verify.check import check_result, cross_check, describe, status_of, worst_error
-from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.status import Status
+from adcompare.verify import reference as ref_module
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.check import check_result, cross_check, describe, status_of, worst_error
 from adcompare.verify.tolerance import BASE_TOLERANCE, scaled_error, tolerance
 
 PERTURBATION = {"float64": 1e-6, "float32": 1e-3}  # relative, in the largest element: must be caught

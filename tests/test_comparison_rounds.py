@@ -11,17 +11,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adcompare.model.cell import Cell
+from adcompare.analysis.comparison import (
+    BETWEEN_ROUNDS,
+    CPU_CLOCK,
+    MIN_SHIFT_CELLS,
+    WALL_CLOCK,
+    WITHIN_RUN,
+    between_rounds,
+    compare,
+    regressions,
+    run_shifts,
+)
 from adcompare.cli.main import main
-from adcompare.plugin.adapter import Prepared
-from adcompare.analysis.comparison import (BETWEEN_ROUNDS, CPU_CLOCK, MIN_SHIFT_CELLS, WALL_CLOCK, WITHIN_RUN,
-                                  between_rounds, compare, regressions, run_shifts)
+from adcompare.model.cell import Cell
 from adcompare.model.measurement import Check, Measurement, Timing
-from adcompare.store.results import Results, ResultsWriter, load
-from adcompare.run.rounds import merge_rounds
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin.adapter import Prepared
+from adcompare.run.rounds import merge_rounds
 from adcompare.run.timing import measure, median_interval
+from adcompare.store.results import Results, ResultsWriter, load
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 

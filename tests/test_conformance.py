@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 
 from adcompare import Prepared
-from adcompare.plugin import registry as plugins
-from adcompare.verify.check import status_of
 from adcompare.model.errors import UnsupportedOperation
-from adcompare.verify.cell_inputs import cell_inputs
-from adcompare.verify.namespace_probes import used_names
-from adcompare.study.plan import gpu_present
 from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
+from adcompare.study.plan import gpu_present
 from adcompare.testing import (
     AdapterConformance,
     Case,
@@ -25,6 +22,9 @@ from adcompare.testing import (
     run_case,
     sync_timing,
 )
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.check import status_of
+from adcompare.verify.namespace_probes import used_names
 
 REGISTRY = plugins.load()
 
@@ -214,12 +214,12 @@ class BenchmarkRecorder:
 def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, says):
     """The worker (`adcompare run`), pytest-benchmark's path and the conformance suite share one first call: a
     wrong shape is failed and a NaN is nan in each (pytest-benchmark's path skipped both checks before)."""
+    from adcompare.model.cell import Cell
+    from adcompare.model.timing_policy import TimingPolicy
     from adcompare.run import runner
     from adcompare.run.benchmark_cell import benchmark_cell
-    from adcompare.model.cell import Cell
     from adcompare.run.in_process import run_once
     from adcompare.study.plan import Plan
-    from adcompare.model.timing_policy import TimingPolicy
 
     registry = plugins.load((VERDICTS,))
     problem, adapter = registry.problem(problem_name), registry.adapter(adapter_name)

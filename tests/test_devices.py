@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare.model.cell import Cell, worker_group
 from adcompare.cli.main import main
-from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.model.cell import Cell, worker_group
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import devices_unfit, expected_shape
-from adcompare.study.plan import Selection, plan
-from adcompare.verify.reference import reference
 from adcompare.model.status import Status
+from adcompare.study.plan import Selection, plan
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.reference import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = ROOT / "benchmarks" / "results" / "full" / "full.jsonl.gz"

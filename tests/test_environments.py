@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.study import environments
-from adcompare.model.cell import CURRENT, Cell
 from adcompare.cli.main import main
-from adcompare.study.environments import EnvironmentSpec
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import EnvironmentSetupError
+from adcompare.store.results import load
+from adcompare.study import environments
+from adcompare.study.environments import EnvironmentSpec
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
-from adcompare.store.results import load
 
 OLD, NEW = "1.8.0", "1.9.1"  # numpy >= 2 needs autograd >= 1.7
 SELECT = ["--adapter", "autograd", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad,vjp,jvp",

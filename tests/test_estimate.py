@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 
-from adcompare.study.plan import Selection
-from adcompare.study.plan import plan as make_plan
-from adcompare.model.cell import Cell
-from adcompare.study import scope as study
 from adcompare.cli.main import main
-from adcompare.study.estimate import History, estimate
+from adcompare.model.cell import Cell
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
-from adcompare.store.results import ResultsWriter, load
 from adcompare.model.status import Status
+from adcompare.store.results import ResultsWriter, load
+from adcompare.study import scope as study
+from adcompare.study.estimate import History, estimate
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 
 
 def test_the_model_grows_with_size_and_slow_compilers(registry):

@@ -8,15 +8,25 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.run import runner
-from adcompare.store import results
-from adcompare.model.cell import Cell
 from adcompare.cli.main import main
-from adcompare.verify.expectations import (EXPECTED_KEY, FRAMEWORK_BUGS, REPRODUCER_KEY, expected, expected_reason,
-                                    expected_reproducer, framework_bug, labelled, size_dims, unexpected)
+from adcompare.model.cell import Cell
 from adcompare.model.fingerprint import installed_versions
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.status import Status
+from adcompare.run import runner
+from adcompare.store import results
+from adcompare.verify.expectations import (
+    EXPECTED_KEY,
+    FRAMEWORK_BUGS,
+    REPRODUCER_KEY,
+    expected,
+    expected_reason,
+    expected_reproducer,
+    framework_bug,
+    labelled,
+    size_dims,
+    unexpected,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BA = Cell("bundle_adjustment", "n5-m50-p300", "jacrev", "jax", "compiled", "cpu", "float32")

@@ -7,9 +7,9 @@ from importlib import resources
 import numpy as np
 import pytest
 
+from adcompare.analysis.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, _times, claims, findings, top
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.analysis.findings import CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED, _times, claims, findings, top
 from adcompare.model.status import Status
 
 SEEDS = ("000", "001", "002", "004")

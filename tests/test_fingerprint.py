@@ -7,9 +7,9 @@ import socket
 from adcompare.model.cell import Cell
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.status import Status
 from adcompare.report.page import _provenance
 from adcompare.store.results import ResultsWriter, load
-from adcompare.model.status import Status
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float32")
 BOX_A = Machine("box-a", "AMD EPYC 7B13", "", (("jax", "0.10.2"),))

@@ -8,12 +8,11 @@ from collections import defaultdict
 
 import pytest
 
-from adcompare.plugin import registry as plugins
 from adcompare.model.operators import spec
-from adcompare.study.plan import Selection, plan, usable_adapters
-from adcompare.model.problem import applicable_operators
-from adcompare.model.problem import shapes_of
+from adcompare.model.problem import applicable_operators, shapes_of
 from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
+from adcompare.study.plan import Selection, plan, usable_adapters
 
 REGISTRY = plugins.load()
 

@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcompare.plugin import registry as plugins
-from adcompare.model.cell import Cell
 from adcompare.cli.main import main
-from adcompare.verify.expectations import expected
-from adcompare.verify.input_sources import with_inputs
+from adcompare.model.cell import Cell
+from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import lstm as lstm_module
-from adcompare.verify.reference import reference_value
-from adcompare.model.status import Status
 from adcompare.study.suites import ADBENCH, ADBENCH_BA
+from adcompare.verify.expectations import expected
+from adcompare.verify.input_sources import with_inputs
+from adcompare.verify.reference import reference_value
 
 from .conftest import FIXTURES
 

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.report import heatmap
 from adcompare.model.status import Status
+from adcompare.report import heatmap
 
 
 def _m(size, operator, adapter, variant, seconds=None, status=Status.OK, support="native", message=""):

@@ -9,17 +9,17 @@ import shutil
 import numpy as np
 import pytest
 
-from adcompare.plugin import registry as plugins
 from adcompare.cli.main import main
-from adcompare.verify.input_sources import with_inputs
-from adcompare.study.plan import Selection
-from adcompare.study.plan import plan as make_plan
+from adcompare.model.cell import Cell
 from adcompare.model.problem import Size, read_input_file
+from adcompare.plugin import registry as plugins
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module
-from adcompare.verify.reference import reference_value
-from adcompare.model.cell import Cell
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.study.suites import ADBENCH, allows
+from adcompare.verify.input_sources import with_inputs
+from adcompare.verify.reference import reference_value
 
 from .conftest import FIXTURES
 

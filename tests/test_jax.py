@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompare.run import runner
 from adcompare.model.cell import Cell
-from adcompare.study.plan import Plan, gpu_present
 from adcompare.model.status import Status
+from adcompare.run import runner
+from adcompare.study.plan import Plan, gpu_present
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 

@@ -14,23 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.plugin.adapter import Adapter
+from adcompare.analysis import compile_cost, relative_cost
 from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.study.budget import choose
-from adcompare.model.cell import CURRENT, Cell, worker_group
-from adcompare.verify.check import cross_check
-from adcompare.cli.tables import check_record
-from adcompare.study.estimate import Estimate, History
-from adcompare.model.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
-from adcompare.analysis import compile_cost
-from adcompare.analysis import relative_cost
-from adcompare.report.figures import style
 from adcompare.analysis.findings import claims, evaluate, timed_index
 from adcompare.analysis.summary import summarize
-from adcompare.report.svgchart import Palette
-from adcompare.store.results import Results, load
+from adcompare.cli.tables import check_record
+from adcompare.model.cell import CURRENT, Cell, worker_group
+from adcompare.model.measurement import BUILTIN_COMPILES, Check, Measurement, Timing, declared_compiles
 from adcompare.model.status import Status
 from adcompare.model.support import Support
+from adcompare.plugin.adapter import Adapter
+from adcompare.report.figures import style
+from adcompare.report.svgchart import Palette
+from adcompare.store.results import Results, load
+from adcompare.study.budget import choose
+from adcompare.study.estimate import Estimate, History
+from adcompare.verify.check import cross_check
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = ROOT / "benchmarks" / "results" / "full" / "full.jsonl.gz"

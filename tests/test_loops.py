@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from adcompare import fold
-from adcompare.plugin import registry as plugins
 from adcompare.model import loops
+from adcompare.plugin import registry as plugins
 
 
 def running_sum(carry, xs):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare.run import runner
-from adcompare.plugin import registry as plugins
 from adcompare.model.errors import RequiredFrameworkMissing
-from adcompare.study.plan import Selection, required_frameworks, usable_adapters
-from adcompare.study.plan import plan as make_plan
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin import registry as plugins
+from adcompare.run import runner
+from adcompare.study.plan import Selection, required_frameworks, usable_adapters
+from adcompare.study.plan import plan as make_plan
 from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()

@@ -8,9 +8,9 @@ import types
 import pytest
 
 from adcompare import hookimpl
-from adcompare.plugin import registry as plugins
 from adcompare.adapters.jax import JaxAdapter
 from adcompare.model.errors import PluginError, UsageError
+from adcompare.plugin import registry as plugins
 from tests.conftest import FIXTURES
 
 PLUGINS = FIXTURES / "plugins"

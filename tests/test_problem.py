@@ -4,11 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompare import Shapes, grid
-from adcompare import problem
+from adcompare import Shapes, grid, problem
 from adcompare.model.errors import ProblemDefinitionError
-from adcompare.study.preflight import too_large
 from adcompare.model.problem import output_shape, problems_in
+from adcompare.study.preflight import too_large
 
 
 def test_grid_sizes_and_labels():

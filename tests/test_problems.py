@@ -7,16 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from adcompare.plugin import registry as plugins
-from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, used_names
 from adcompare.model.operators import OPERATORS, applicable
-from adcompare.model.problem import example_output_shape, output_shape
-from adcompare.model.problem import evaluated_shapes, shapes_of
+from adcompare.model.problem import evaluated_shapes, example_output_shape, output_shape, shapes_of
 from adcompare.model.shapes import without_hints
+from adcompare.plugin import registry as plugins
 from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module
 from adcompare.problems import seed_000, seed_001, seed_002
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, used_names
 
 TAGS = {"scalar-output", "wide", "tall", "square", "per-example", "control-flow", "classic", "small"}
 

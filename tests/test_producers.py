@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.plugin import registry as plugins
 from adcompare.cli.main import main
+from adcompare.plugin import registry as plugins
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
 

@@ -20,14 +20,14 @@ from scipy.stats import mannwhitneyu
 
 from adcompare import report
 from adcompare.analysis.bootstrap import LEVEL, MIN_SAMPLES, RESAMPLES, SEED, Bootstrap
+from adcompare.analysis.findings import claims, evaluate, timed_index
+from adcompare.analysis.significance import ALPHA, NOISE, rank_p
+from adcompare.analysis.summary import summarize
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Check, Measurement, Timing
-from adcompare.analysis.findings import claims, evaluate, timed_index
-from adcompare.report.svgchart import _range, _Scale, ticks
-from adcompare.analysis.summary import summarize
-from adcompare.store.results import ResultsWriter, load
-from adcompare.analysis.significance import ALPHA, NOISE, rank_p
 from adcompare.model.status import Status
+from adcompare.report.svgchart import _range, _Scale, ticks
+from adcompare.store.results import ResultsWriter, load
 
 SETTINGS = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,9 +5,9 @@ import json
 
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement
-from adcompare.run.protocol import RESTART, CellRecord, Request, WorkerInfo, line
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.run.protocol import RESTART, CellRecord, Request, WorkerInfo, line
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from adcompare import problem
-from adcompare.verify import reference as ref_module
 from adcompare.plugin.adapter import CellInputs
-from adcompare.verify.tolerance import scaled_error
+from adcompare.verify import reference as ref_module
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.reference import Reference, ReferenceError, reference
+from adcompare.verify.tolerance import scaled_error
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from adcompare import report
-from adcompare.store import results
-from adcompare.analysis import compile_cost
-from adcompare.analysis import sizes
+from adcompare.analysis import compile_cost, sizes
 from adcompare.model.measurement import Timing
+from adcompare.store import results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 XSS = "<script>alert(1)</script>"
@@ -261,8 +260,8 @@ def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
 
     from adcompare.model.cell import Cell
     from adcompare.model.measurement import Measurement
-    from adcompare.report import cells_table
     from adcompare.model.status import Status
+    from adcompare.report import cells_table
 
     def shown(ms):
         data = _json.loads(cells_table.payload(cells_table.rows(ms, {})))
@@ -275,13 +274,13 @@ def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
 
 
 def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the_csv(tmp_path):
-    from adcompare.plugin import registry as plugins
     from adcompare.model.cell import Cell
-    from adcompare.verify.expectations import labelled
     from adcompare.model.measurement import Measurement
+    from adcompare.model.status import Status
+    from adcompare.plugin import registry as plugins
     from adcompare.report import build
     from adcompare.store.results import Results
-    from adcompare.model.status import Status
+    from adcompare.verify.expectations import labelled
 
     problems = plugins.load().problems
     known = Measurement(Cell("control_loop", "n100", "grad", "jax", "compiled", "cpu", "float32"), Status.FAILED,

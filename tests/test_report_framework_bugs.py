@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.store import results
 from adcompare.plugin import registry as plugins
-from adcompare.verify.expectations import FRAMEWORK_BUGS, expected_reproducer, labelled
 from adcompare.report import build
+from adcompare.store import results
+from adcompare.verify.expectations import FRAMEWORK_BUGS, expected_reproducer, labelled
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = ROOT / "benchmarks" / "results" / "full" / "full.jsonl.gz"

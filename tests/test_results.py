@@ -13,12 +13,11 @@ from scipy.stats import mannwhitneyu
 
 from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.analysis.summary import entry, summarize
-
 from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Check, Measurement, Timing
-from adcompare.store.results import SCHEMA, ResultsWriter, finished_keys, load
 from adcompare.model.status import Status
+from adcompare.store.results import SCHEMA, ResultsWriter, finished_keys, load
 
 ROOT = Path(__file__).resolve().parent.parent
 

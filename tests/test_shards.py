@@ -10,11 +10,11 @@ import pytest
 
 from adcompare.cli.main import main
 from adcompare.model.errors import UsageError
+from adcompare.study.estimate import estimate
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
-from adcompare.study.estimate import estimate
-from adcompare.study.shards import ShardSpec, assign, loads, units
 from adcompare.study.scope import prepare
+from adcompare.study.shards import ShardSpec, assign, loads, units
 
 
 @pytest.fixture(scope="module")

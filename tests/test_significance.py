@@ -6,8 +6,8 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.model.measurement import Timing
 from adcompare.analysis.significance import ALPHA, NOISE, holm, judge, rank_p
+from adcompare.model.measurement import Timing
 
 
 def _timing(samples) -> Timing:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare.run import runner
-from adcompare.plugin import registry as plugins
-from adcompare.study.plan import Plan, usable_adapters
 from adcompare.model.cell import Cell
 from adcompare.model.problem import applicable_operators
+from adcompare.plugin import registry as plugins
+from adcompare.run import runner
+from adcompare.study.plan import Plan, usable_adapters
 from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.store.results import load
 from adcompare.model.status import Status
+from adcompare.store.results import load
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "adapters.md"

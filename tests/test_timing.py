@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from adcompare.plugin.adapter import Prepared
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin.adapter import Prepared
 from adcompare.run.timing import measure, median_interval, precise
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompare.verify import reference as ref_module
 from adcompare.model.cell import Cell
-from adcompare.verify.check import status_of
-from adcompare.run.in_process import ExecutionOptions, run_cell
-from adcompare.verify.expectations import framework_bug
-from adcompare.verify.cell_inputs import cell_inputs
-from adcompare.verify.reference import reference
 from adcompare.model.status import Status
+from adcompare.run.in_process import ExecutionOptions, run_cell
+from adcompare.verify import reference as ref_module
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.check import status_of
+from adcompare.verify.expectations import framework_bug
+from adcompare.verify.reference import reference
 from adcompare.verify.tolerance import BASE_TOLERANCE, NORMWISE_STEPS, normwise_term, scaled_error, tolerance
 
 EPS32 = float(np.finfo(np.float32).eps)

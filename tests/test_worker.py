@@ -8,13 +8,12 @@ import subprocess
 import sys
 import time
 
-
-from adcompare.run import runner
 from adcompare.model.cell import Cell
-from adcompare.study.plan import Plan
-from adcompare.store.results import load
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.run import runner
+from adcompare.store.results import load
+from adcompare.study.plan import Plan
 
 QUICK = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)
 

@@ -13,16 +13,15 @@ worker set up is quoted from the cell's recorded `device_setup`.
 """
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from adcompare.analysis.bootstrap import Bootstrap, Ratio
+from adcompare.analysis.sizes import sort_key
+from adcompare.analysis.summary import operator_order, sample_key, timed
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import data_parallel
-from adcompare.analysis.sizes import sort_key
-from adcompare.analysis.summary import entry, operator_order, sample_key, timed
 
 FORMULA = "T(1) ÷ (D · T(D)): 1 is a perfect split of the batch, 1/D no gain over one device"
 HOST_DEVICES = "cpu"  # the device kind whose D > 1 devices are emulated on one machine's cores

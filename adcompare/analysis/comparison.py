@@ -39,14 +39,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from adcompare.analysis.bootstrap import Bootstrap, Ratio
+from adcompare.analysis.significance import NOISE, Difference, judge
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.verify.check import scaled_error
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.store.results import Results
-from adcompare.analysis.significance import NOISE, Difference, judge
 from adcompare.model.status import Status
 from adcompare.run.timing import median_interval
+from adcompare.store.results import Results
+from adcompare.verify.check import scaled_error
 
 NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model

@@ -20,9 +20,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from adcompare.model.measurement import Measurement
 from adcompare.analysis import sizes
 from adcompare.analysis.summary import operator_order, timed
+from adcompare.model.measurement import Measurement
 
 FORMULA = ("N = 1 + ⌈(compile paid ahead of time + first call, compiled − first call, eager) ÷ (eager median − "
            "compiled median)⌉ whole calls, against the eager variant the compiled one compiles: the compile is "

@@ -11,11 +11,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from adcompare.verify.expectations import expected_reason
-from adcompare.model.measurement import Measurement
-from adcompare.model.status import Status
 from adcompare.analysis import sizes
 from adcompare.analysis.summary import entry, operator_order
+from adcompare.model.measurement import Measurement
+from adcompare.model.status import Status
+from adcompare.verify.expectations import expected_reason
 
 NOT_RUN = frozenset({Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED})
 

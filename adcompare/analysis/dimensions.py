@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from adcompare.plugin import registry as plugins
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
 from adcompare.model.problem import example_output_shape, output_shape
+from adcompare.plugin import registry as plugins
 
 
 @dataclass

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.model.cell import CURRENT
-from adcompare.model.measurement import Measurement
-from adcompare.analysis.significance import Difference, judge
 from adcompare.analysis import across_devices
+from adcompare.analysis.bootstrap import Bootstrap
+from adcompare.analysis.significance import Difference, judge
 from adcompare.analysis.sizes import sort_key
 from adcompare.analysis.summary import entry, sample_key, timed
+from adcompare.model.cell import CURRENT
+from adcompare.model.measurement import Measurement
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
 NOT_MEASURABLE = "not measurable here"

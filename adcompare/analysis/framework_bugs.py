@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from adcompare.verify.expectations import FRAMEWORK_BUGS, FrameworkBug, expected_reason, expected_reproducer
 from adcompare.model.measurement import Measurement
+from adcompare.verify.expectations import FRAMEWORK_BUGS, FrameworkBug, expected_reason, expected_reproducer
 
 REPOSITORY = Path(__file__).resolve().parents[2]  # a source checkout holds docs/framework-bugs/ here
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from adcompare.model.measurement import Measurement
 from adcompare.analysis.summary import timed
+from adcompare.model.measurement import Measurement
 
 CHEAP_GRADIENT_BAND = (4.0, 5.0)
 BOUNDED_OPERATORS = ("grad", "vjp", "vmap_grad")  # reverse-mode scalar/co-vector products: the bound applies

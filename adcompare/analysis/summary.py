@@ -12,13 +12,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from adcompare.model.measurement import Measurement
-from adcompare.model.operators import OPERATORS
-from adcompare.model.status import Status
 from adcompare.analysis import sizes
 from adcompare.analysis.bootstrap import Bootstrap, Ratio
 from adcompare.analysis.significance import Difference, judge
 from adcompare.model.cell import CURRENT
+from adcompare.model.measurement import Measurement
+from adcompare.model.operators import OPERATORS
+from adcompare.model.status import Status
 
 
 def entry(m: Measurement) -> str:

@@ -3,38 +3,42 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import datetime
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-    TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from adcompare.analysis.comparison import (
+    WITHIN_RUN,
+    WITHIN_RUN_CAVEAT,
+    compare,
+    pair_environments,
+    regressions,
+    run_shifts,
+)
+from adcompare.analysis.significance import NOISE
 from adcompare.cli import tables as display
-from adcompare.run import executors
-from adcompare.run import runner
-from adcompare.study import environments
-from adcompare.study import scope as study
-from adcompare.store import provenance
-from adcompare.plugin import registry as plugins
-from adcompare.analysis.comparison import (WITHIN_RUN, WITHIN_RUN_CAVEAT, compare, pair_environments, regressions,
-                         run_shifts)
 from adcompare.model.errors import UsageError
-from adcompare.verify.expectations import expected_reason, labelled
 from adcompare.model.fingerprint import this_machine
-from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
-from adcompare.study.plan import Selection
-from adcompare.study.plan import plan as make_plan
-from adcompare.verify.reference import reference_value
+from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
+from adcompare.run import executors, runner
+from adcompare.store import provenance
 from adcompare.store.output_paths import RESULTS_DIR, ensure_folder, latest_results, new_results_path, refuse_existing
 from adcompare.store.results import ResultsWriter, finished_keys, load
+from adcompare.study import environments
+from adcompare.study import scope as study
+from adcompare.study.plan import Selection
+from adcompare.study.plan import plan as make_plan
 from adcompare.study.shards import ShardSpec
-from adcompare.analysis.significance import NOISE
-from adcompare.model.status import Status
 from adcompare.study.suites import SUITES
+from adcompare.verify.expectations import expected_reason, labelled
+from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
+from adcompare.verify.reference import reference_value
 
 # Piped or redirected, tables keep readable columns instead of rich's 80-column default.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)

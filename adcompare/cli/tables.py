@@ -10,16 +10,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from adcompare.analysis import bootstrap
+from adcompare.analysis.significance import METHOD
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.verify.expectations import expected_reason
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
-from adcompare.plugin.registry import Registry
 from adcompare.model.problem import output_shape
-from adcompare.analysis.significance import METHOD
 from adcompare.model.status import Status
 from adcompare.model.units import seconds
+from adcompare.plugin.registry import Registry
 from adcompare.study.suites import SUITE_SUMMARIES
+from adcompare.verify.expectations import expected_reason
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 

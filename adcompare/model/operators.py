@@ -13,9 +13,9 @@ operators planned at D > 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from adcompare.model.errors import unknown
 from adcompare.model.shapes import Shapes
-
 
 DATA_PARALLEL = "data-parallel"
 

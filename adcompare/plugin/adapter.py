@@ -22,7 +22,6 @@ from adcompare.model.problem import Problem
 from adcompare.model.shapes import Shapes
 from adcompare.model.support import Support
 
-
 STANDARD_VARIANTS = ("eager", "compiled")  # planned for every adapter: one it lacks is reported unsupported
 
 

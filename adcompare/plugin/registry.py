@@ -18,10 +18,10 @@ from types import ModuleType
 
 import pluggy
 
-from adcompare.plugin import hookspecs
-from adcompare.plugin.adapter import Adapter
 from adcompare.model.errors import PluginError, ProblemDefinitionError, unknown
 from adcompare.model.problem import Problem, ProblemDefinition, problems_in
+from adcompare.plugin import hookspecs
+from adcompare.plugin.adapter import Adapter
 
 ENTRY_POINT_GROUP = "adcompare"
 

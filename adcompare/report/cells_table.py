@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adcompare.model.cell import FIELDS, Cell
-from adcompare.verify.expectations import expected_reason
-from adcompare.model.measurement import Measurement
 from adcompare.analysis import sizes
 from adcompare.analysis.compile_cost import compile_seconds
 from adcompare.analysis.summary import operator_order
+from adcompare.model.cell import FIELDS, Cell
+from adcompare.model.measurement import Measurement
+from adcompare.verify.expectations import expected_reason
 
 
 def _num(value: float | int | None, digits: int = 4) -> str:

@@ -9,12 +9,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from adcompare.model.measurement import Measurement
-from adcompare.analysis import relative_cost
-from adcompare.analysis import sizes
+from adcompare.analysis import relative_cost, sizes
 from adcompare.analysis.compile_cost import CompileCost
 from adcompare.analysis.dimensions import Dimensions
 from adcompare.analysis.summary import entry, operator_order, timed
+from adcompare.model.measurement import Measurement
 from adcompare.model.support import Support
 from adcompare.model.units import seconds
 from adcompare.report.svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style

@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from adcompare.analysis import sizes
 from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.verify.expectations import expected, expected_reason
+from adcompare.analysis.summary import entry, operator_order, sample_key, timed
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.model.support import Support
 from adcompare.model.units import seconds
-from adcompare.analysis import sizes
-from adcompare.analysis.summary import entry, operator_order, sample_key, timed
 from adcompare.report.svgchart import CHAR_W, esc
+from adcompare.verify.expectations import expected, expected_reason
 
 # viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)
 VIRIDIS = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",

@@ -19,24 +19,26 @@ from typing import Any
 
 import jinja2
 
-from adcompare.verify.expectations import expected_reason, expected_reproducer
+from adcompare.analysis import across_devices as device_series
+from adcompare.analysis import (
+    bootstrap,
+    compile_cost,
+    correctness,
+    findings,
+    framework_bugs,
+    relative_cost,
+    significance,
+    summary,
+)
+from adcompare.analysis.dimensions import Dimensions
 from adcompare.model.measurement import Measurement
-from adcompare.store.results import Results
 from adcompare.model.status import MEANINGS, Status
 from adcompare.model.support import Support
 from adcompare.model.units import seconds
-from adcompare.analysis import bootstrap
-from adcompare.analysis import significance
-from adcompare.analysis import across_devices as device_series
 from adcompare.report import across_devices, cells_table, environments_section, figures, heatmap
-from adcompare.analysis import compile_cost
-from adcompare.analysis import correctness
-from adcompare.analysis import findings
-from adcompare.analysis import framework_bugs
-from adcompare.analysis import relative_cost
-from adcompare.analysis import summary
-from adcompare.analysis.dimensions import Dimensions
 from adcompare.report.svgchart import Chart, Palette
+from adcompare.store.results import Results
+from adcompare.verify.expectations import expected_reason, expected_reproducer
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
                     "numpy", "adcompare", "git_commit")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from adcompare.plugin import registry as plugins
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UnsupportedOperation
-from adcompare.run.in_process import first_call
 from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
+from adcompare.run.in_process import first_call
 
 
 def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) -> None:

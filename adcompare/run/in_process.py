@@ -16,19 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.model.timing_policy import TimingPolicy
-from adcompare.run import memory
-from adcompare.run import timing
-from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.model.cell import Cell
-from adcompare.verify.check import check_result, describe, status_of
 from adcompare.model.errors import UnsupportedOperation
-from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.operators import expected_shape, spec
 from adcompare.model.problem import Problem, Size, example_output_shape, output_shape
-from adcompare.verify.reference import ReferenceError
 from adcompare.model.status import Status
+from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
+from adcompare.run import memory, timing
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.check import check_result, describe, status_of
+from adcompare.verify.reference import ReferenceError
 
 
 @dataclass(frozen=True)

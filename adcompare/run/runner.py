@@ -16,16 +16,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from adcompare.study.budget import left_out
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.verify.check import cross_check
 from adcompare.model.measurement import Measurement
-from adcompare.study.plan import Plan
-from adcompare.plugin.registry import Registry
-from adcompare.run.rounds import merge_rounds, timed
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin.registry import Registry
+from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.worker_handle import WorkerProcess
+from adcompare.study.budget import left_out
+from adcompare.study.plan import Plan
+from adcompare.verify.check import cross_check
 
 
 @dataclass

@@ -23,14 +23,13 @@ from __future__ import annotations
 import functools
 import math
 import time
-from statistics import NormalDist
 from collections.abc import Callable
-from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
-from adcompare.plugin.adapter import Prepared
 from adcompare.model.measurement import Timing
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin.adapter import Prepared
 
 FIRST_CALL_MINUS_STEADY = "first call minus steady state"
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement
-from adcompare.run.protocol import WORKER, CellRecord, Request, WorkerInfo, line
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.run.protocol import WORKER, CellRecord, Request, WorkerInfo, line
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")

@@ -36,7 +36,7 @@ def record_problem(rec: dict[str, Any]) -> str:
             return f"cell.{name} is {'missing' if name not in cell else repr(cell[name])}, not a name"
     status = rec.get("status")
     if status not in {s.value for s in Status}:
-        return (f"field 'status' is missing" if "status" not in rec else f"status {status!r} is unknown") + \
+        return ("field 'status' is missing" if "status" not in rec else f"status {status!r} is unknown") + \
             f"; one of {_choices(Status)}"
     support = rec.get("support")
     if support not in (None, "", *(s.value for s in Support)):

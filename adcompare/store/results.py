@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.store.benchmark_import import load_benchmark_json
-from adcompare.verify.check import cross_check
 from adcompare.model.errors import ResultsFileError, UsageError
-from adcompare.store.output_paths import ensure_folder, refuse_existing
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
+from adcompare.store.benchmark_import import load_benchmark_json
+from adcompare.store.output_paths import ensure_folder, refuse_existing
 from adcompare.store.record_validity import record_problem
+from adcompare.verify.check import cross_check
 
 FORMAT = "adcompare-results"
 SCHEMA = 2

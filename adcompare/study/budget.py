@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
-from adcompare.study.estimate import Estimate
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
+from adcompare.study.estimate import Estimate
+
 
 def parse_duration(text: str) -> float:
     """Seconds in '90', '90s', '15m', '1.5h' or '1h30m'."""

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from adcompare import __version__
-from adcompare.plugin.adapter import Adapter
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import EnvironmentSetupError
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
+from adcompare.plugin.adapter import Adapter
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the adcompare package this process runs (this is adcompare/study/)
 MANIFEST = "adcompare-environment.json"

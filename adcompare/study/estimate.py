@@ -19,14 +19,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from adcompare.model.cell import CURRENT, Cell, worker_group
-from adcompare.model.operators import minimum_elements, spec
-from adcompare.plugin.registry import Registry
-from adcompare.verify.reference import FULL_REFERENCE_BUDGET
-from adcompare.store.results import Results
+from adcompare.model.operators import spec
 from adcompare.model.problem import shapes_of
 from adcompare.model.shapes import Shapes
 from adcompare.model.support import Support
 from adcompare.model.timing_policy import TimingPolicy
+from adcompare.plugin.registry import Registry
+from adcompare.store.results import Results
+from adcompare.verify.reference import FULL_REFERENCE_BUDGET
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}

@@ -13,17 +13,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from adcompare.plugin.adapter import STANDARD_VARIANTS
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.study.environments import EnvironmentSpec, in_environments
 from adcompare.model.errors import RequiredFrameworkMissing, UsageError, unknown
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS, applicable, data_parallel, devices_unfit
-from adcompare.plugin.registry import Registry
-from adcompare.study.preflight import too_large
-from adcompare.model.problem import DTYPES, Problem
-from adcompare.model.problem import shapes_of
+from adcompare.model.problem import DTYPES, Problem, shapes_of
 from adcompare.model.status import Status
+from adcompare.plugin.adapter import STANDARD_VARIANTS
+from adcompare.plugin.registry import Registry
+from adcompare.study.environments import EnvironmentSpec, in_environments
+from adcompare.study.preflight import too_large
 from adcompare.study.suites import SUITE_DTYPES, SUITES, allows, suite_devices
 
 __all__ = ["DEVICES", "STANDARD_VARIANTS", "Plan", "Selection", "gpu_present", "plan", "required_frameworks",

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 
-from adcompare.plugin.adapter import Adapter
 from adcompare.model.operators import minimum_elements
-from adcompare.model.problem import Problem, Size
-from adcompare.model.problem import shapes_of
+from adcompare.model.problem import Problem, Size, shapes_of
+from adcompare.plugin.adapter import Adapter
 
 SAFETY_FACTOR = 4
 

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adcompare.study import budget
 from adcompare.model.errors import ResultsFileError
-from adcompare.study.estimate import Estimate, History, estimate
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry
-from adcompare.study.preflight import estimate_bytes
 from adcompare.store.results import load
+from adcompare.study import budget
+from adcompare.study.estimate import Estimate, History, estimate
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
+from adcompare.study.preflight import estimate_bytes
 from adcompare.study.shards import ShardSpec, owns_decided, shard_cells
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompare.plugin.adapter import CellInputs
 from adcompare.model.operators import spec
 from adcompare.model.problem import Problem, Size, output_shape
+from adcompare.plugin.adapter import CellInputs
 
 VECTOR_SEED = 1234
 

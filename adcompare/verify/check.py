@@ -22,13 +22,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from adcompare.plugin.adapter import CellInputs
-from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.operators import spec
 from adcompare.model.problem import Problem, Size
-from adcompare.verify.reference import reference
 from adcompare.model.status import Status
+from adcompare.plugin.adapter import CellInputs
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.reference import reference
 from adcompare.verify.tolerance import scaled_error, tolerance
 
 PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from adcompare.model.errors import UsageError
-from adcompare.plugin.registry import Registry
 from adcompare.model.problem import Problem, Size, file_sha256, read_input_file
+from adcompare.plugin.registry import Registry
 
 
 def _one_line(exc: BaseException) -> str:

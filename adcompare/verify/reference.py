@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.plugin.adapter import CellInputs
 from adcompare.model.operators import spec
 from adcompare.model.problem import Problem, Size
+from adcompare.plugin.adapter import CellInputs
 from adcompare.verify.tolerance import scaled_error
 
 EPS = float(np.finfo(np.float64).eps)

@@ -14,18 +14,17 @@ import pytest
 autograd = pytest.importorskip("autograd")
 import autograd.numpy as anp  # noqa: E402
 
-from adcompare.plugin import registry as plugins  # noqa: E402
-from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
-from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.adapters import autograd as autograd_adapter  # noqa: E402
+from adcompare.adapters.autograd_namespace import FIXES, namespace  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
-from adcompare.run.in_process import run_once  # noqa: E402
-from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
 from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
 from adcompare.model.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
 from adcompare.model.status import Status  # noqa: E402
-
-from adcompare.adapters import autograd as autograd_adapter  # noqa: E402
-from adcompare.adapters.autograd_namespace import FIXES, namespace  # noqa: E402
+from adcompare.plugin import registry as plugins  # noqa: E402
+from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
+from adcompare.run.in_process import run_once  # noqa: E402
+from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 

@@ -56,8 +56,8 @@ def test_one_worker_per_device_count_and_autograd_says_why(records):
 def test_more_devices_than_the_worker_has_is_unsupported(registry):
     """In-process (one host device here unless XLA_FLAGS says more): a 64-device request is refused, not crashed."""
     from adcompare.model.cell import Cell
-    from adcompare.run.in_process import run_cell, ExecutionOptions
     from adcompare.model.status import Status
+    from adcompare.run.in_process import ExecutionOptions, run_cell
 
     adapter = registry.adapter("jax")
     adapter.setup(dtype="float32", device="cpu", threads=1)

@@ -15,19 +15,18 @@ import pytest
 
 if importlib.util.find_spec("tensorflow") is None:  # not importorskip: the adapter must import it, quietly
     pytest.skip("tensorflow is not installed; pip install 'adcompare[tensorflow-cpu]'", allow_module_level=True)
-from adcompare.plugin import registry as plugins
 from adcompare import problem  # noqa: E402
-from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
-from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.adapters import tensorflow as tf_adapter  # noqa: E402
+from adcompare.adapters.tensorflow_namespace import import_tensorflow, namespace  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
-from adcompare.run.in_process import run_once  # noqa: E402
-from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names  # noqa: E402
 from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
 from adcompare.model.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
 from adcompare.model.status import Status  # noqa: E402
-
-from adcompare.adapters import tensorflow as tf_adapter  # noqa: E402
-from adcompare.adapters.tensorflow_namespace import import_tensorflow, namespace  # noqa: E402
+from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
+from adcompare.run.in_process import run_once  # noqa: E402
+from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 

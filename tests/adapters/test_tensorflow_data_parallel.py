@@ -61,8 +61,8 @@ def test_one_worker_per_device_count(records):
 def test_more_devices_than_the_worker_has_is_unsupported(registry):
     """In-process, without logical devices configured: TensorFlow sees one CPU device, so 8 are refused."""
     from adcompare.model.cell import Cell
-    from adcompare.run.in_process import ExecutionOptions, run_cell
     from adcompare.model.status import Status
+    from adcompare.run.in_process import ExecutionOptions, run_cell
 
     adapter = registry.adapter("tensorflow")
     adapter.setup(dtype="float32", device="cpu", threads=1)

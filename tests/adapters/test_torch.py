@@ -11,19 +11,18 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("array_api_compat")
 
-from adcompare.plugin import registry as plugins  # noqa: E402
-from adcompare.plugin.adapter import CellInputs, Request  # noqa: E402
-from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.adapters import torch as torch_adapter  # noqa: E402
+from adcompare.adapters import torch_namespace  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
-from adcompare.run.in_process import run_once  # noqa: E402
-from adcompare.verify.cell_inputs import cell_inputs  # noqa: E402
-from adcompare.verify.namespace_probes import PROBES, probe_input  # noqa: E402
 from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
 from adcompare.model.problem import applicable_operators, example_output_shape, output_shape, problem  # noqa: E402
 from adcompare.model.status import Status  # noqa: E402
-
-from adcompare.adapters import torch as torch_adapter  # noqa: E402
-from adcompare.adapters import torch_namespace  # noqa: E402
+from adcompare.plugin import registry as plugins  # noqa: E402
+from adcompare.plugin.adapter import CellInputs, Request  # noqa: E402
+from adcompare.run.in_process import run_once  # noqa: E402
+from adcompare.verify.cell_inputs import cell_inputs  # noqa: E402
+from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.verify.namespace_probes import PROBES, probe_input  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 EAGER_VARIANTS = ("eager", "eager-autograd")
@@ -276,10 +275,10 @@ def test_graph_break_fails_the_compiled_cell(adapter):
 def test_a_failed_compile_costs_one_cell_not_the_worker():
     """torch.compile's failure on rbf_kernel_map's per-example Jacobian broke every later cell of its worker in the
     full suite (eager too); the worker now restarts after a failed torch cell."""
-    from adcompare.run import runner
     from adcompare.model.cell import Cell
-    from adcompare.study.plan import Plan
     from adcompare.model.timing_policy import TimingPolicy
+    from adcompare.run import runner
+    from adcompare.study.plan import Plan
 
     cells = [Cell("rbf_kernel_map", "n10", "vmap_jacfwd", "torch", v, "cpu", "float32") for v in ("compiled", "eager")]
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)

@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from adcompare.model.cell import Cell  # noqa: E402
 from adcompare.cli.main import main  # noqa: E402
-from adcompare.run.in_process import ExecutionOptions, run_cell  # noqa: E402
+from adcompare.model.cell import Cell  # noqa: E402
 from adcompare.model.status import Status  # noqa: E402
+from adcompare.run.in_process import ExecutionOptions, run_cell  # noqa: E402
 
 SIZE = "B16-h4"
 
