@@ -1,4 +1,5 @@
 """Built-in problems, one module per family; registered through the `adcompare` entry-point group."""
+
 from __future__ import annotations
 
 import importlib
@@ -6,6 +7,10 @@ import pkgutil
 
 from adcompare import hookimpl
 from adcompare.model.problem import problems_in
+
+if __name__ != "adcompare.problems":  # one module, one name: this folder is installed as adcompare.problems
+    raise ImportError(f"import adcompare.problems, not {__name__}: the problems/ folder is installed as "
+                      "adcompare.problems (pip install -e .)")
 
 
 @hookimpl

@@ -1,6 +1,10 @@
 """The problem contract: declaration, validation at registration, inputs, sizes, binding."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -74,7 +78,7 @@ def test_missing_generator_fails_at_registration():
 
 
 def test_problems_in_module_and_builtin_registry(registry):
-    import problems.seed_001 as mod  # noqa: F401  (top-level folder is importable from the repo root)
+    import adcompare.problems.forward_vs_reverse as mod
 
     names = {p.name for p in problems_in(mod)}
     assert {"f_r2_r3", "exp_dot_loss"} <= names
@@ -128,3 +132,16 @@ def test_a_shape_function_must_take_every_dimension():
         @lin.shapes
         def _(n):
             return Shapes(wrt=(n,), output=(n,))
+
+
+@pytest.mark.parametrize("folder", ["problems", "adapters"])
+def test_a_top_level_folder_is_importable_under_its_installed_name_only(folder):
+    """problems/ and adapters/ are installed as adcompare.problems and adcompare.adapters; from the repository
+    root they would also be importable as `problems` and `adapters` — two module objects for one file — so the
+    second name is refused with the fix."""
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 1
+    assert f"ImportError: import adcompare.{folder}, not {folder}" in out.stderr
+    ok = subprocess.run([sys.executable, "-c", f"import adcompare.{folder}"], cwd=root, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr

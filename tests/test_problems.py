@@ -12,9 +12,9 @@ from adcompare.model.problem import evaluated_shapes, example_output_shape, outp
 from adcompare.model.shapes import without_hints
 from adcompare.plugin import registry as plugins
 from adcompare.problems import bundle_adjustment as ba
+from adcompare.problems import forward_vs_reverse, linear_layer, rbf_kernel
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module
-from adcompare.problems import seed_000, seed_001, seed_002
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, used_names
 
 TAGS = {"scalar-output", "wide", "tall", "square", "per-example", "control-flow", "classic", "small"}
@@ -135,40 +135,41 @@ def test_problems_use_only_probed_namespace_names(suite):
 
 def test_seed_000_f_and_g_at_3_3():
     point = np.array([3.0, 3.0])
-    assert seed_000.f_xy(point, xp=np) == 12.0
-    np.testing.assert_allclose(jacobian(lambda v: seed_000.f_xy(v, xp=np), point), [1.0, 6.0], atol=1e-6)
-    np.testing.assert_allclose(seed_000.g_xy(point, xp=np), [0.0, 12.0])
-    np.testing.assert_allclose(jacobian(lambda v: seed_000.g_xy(v, xp=np), point), [[1, -1], [1, 6]], atol=1e-6)
+    assert linear_layer.f_xy(point, xp=np) == 12.0
+    np.testing.assert_allclose(jacobian(lambda v: linear_layer.f_xy(v, xp=np), point), [1.0, 6.0], atol=1e-6)
+    np.testing.assert_allclose(linear_layer.g_xy(point, xp=np), [0.0, 12.0])
+    np.testing.assert_allclose(jacobian(lambda v: linear_layer.g_xy(v, xp=np), point), [[1, -1], [1, 6]], atol=1e-6)
 
 
 def test_seed_000_rowsum_gradient_is_the_articles_vmap_grad():
     rng = np.random.default_rng(3)
     W, x = rng.uniform(size=(8, 2)), rng.uniform(size=8)
-    g = jacobian(lambda w: seed_000.linear_layer_rowsum(w, x, xp=np), W)  # (p, o)
+    g = jacobian(lambda w: linear_layer.linear_layer_rowsum(w, x, xp=np), W)  # (p, o)
     # the article: for every column k, grad of x·W[:, k] w.r.t. W[:, k] is x
     np.testing.assert_allclose(g, np.stack([x, x], axis=1), atol=1e-6)
 
 
 def test_seed_001_jacobian_at_the_articles_point():
-    J = jacobian(lambda v: seed_001.f_r2_r3(v, xp=np), np.array([1.0, 0.5]))
+    J = jacobian(lambda v: forward_vs_reverse.f_r2_r3(v, xp=np), np.array([1.0, 0.5]))
     np.testing.assert_allclose(J, [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]], atol=1e-6)
 
 
 def test_seed_001_control_loop_reads_k_from_the_data():
     z = np.array([0.3, -1.2, 2.7, 0.9])  # k = 2
     expected = np.sum(np.sin(np.sin(z**2) ** 2))
-    assert seed_001.control_loop(z, xp=np) == pytest.approx(expected)
+    assert forward_vs_reverse.control_loop(z, xp=np) == pytest.approx(expected)
     z3 = z + np.array([0.0, 0.0, 0.5, 0.0])  # max 3.2: k = 3, the static variant's count
-    assert seed_001.control_loop(z3, xp=np) == pytest.approx(seed_001.control_loop_static(z3, xp=np))
-    assert seed_001.control_loop(z, xp=np) != pytest.approx(seed_001.control_loop_static(z, xp=np))
+    loop, static = forward_vs_reverse.control_loop, forward_vs_reverse.control_loop_static
+    assert loop(z3, xp=np) == pytest.approx(static(z3, xp=np))
+    assert loop(z, xp=np) != pytest.approx(static(z, xp=np))
 
 
 def test_seed_002_map_shift_derivative_is_the_threads_grad_kernel_map():
     X = np.linspace(-1.0, 1.0, 7)
     t = np.zeros(1)
     for j in (0, 3):
-        per_point = jacobian(lambda s: seed_002.rbf_kernel_map(s, X[j:j + 1], X2=X, xp=np), t)[:, 0]
-        k = seed_002.rbf_kernel_point(X[j:j + 1], X=X, xp=np)
+        per_point = jacobian(lambda s: rbf_kernel.rbf_kernel_map(s, X[j:j + 1], X2=X, xp=np), t)[:, 0]
+        k = rbf_kernel.rbf_kernel_point(X[j:j + 1], X=X, xp=np)
         np.testing.assert_allclose(per_point, k * (X - 0.5), atol=1e-8)  # ∂/∂x exp(−½(−2xX + x + X))
 
 
