@@ -287,7 +287,10 @@ def lstm_loops(main, extra, state, sequence):
     """ADBench's LSTM objective with explicit loops over time, layers and units."""
     l2, four_b = main.shape
     layers, b = l2 // 2, four_b // 4
-    sig = lambda v: 1 / (1 + math.exp(-v))
+
+    def sig(v):
+        return 1 / (1 + math.exp(-v))
+
     hidden = [list(state[2 * i]) for i in range(layers)]
     cell = [list(state[2 * i + 1]) for i in range(layers)]
     total = 0.0
