@@ -15,7 +15,7 @@ from adcompare.study.suites import SUITE_SUMMARIES, SUITES
 # The options of `adcompare run` that each shard's own `adcompare run` takes, as the driver was given them: what to
 # run and how. The driver keeps the rest (--output, --resume, --executor, --shards, --slurm-*, ...): a shard gets its
 # own --shard, -o and --resume, and a new `run` option reaches the shards only once it is named here
-# (tests/test_cli.py checks that every `run` option is either here or the driver's).
+# (tests/test_executors.py checks that every `run` option is either here or the driver's).
 SHARD_OPTIONS = ("--problem", "--size", "--operator", "--adapter", "--variant", "--device", "--dtype", "--tag",
                  "--environment", "--devices", "--suite", "--inputs", "--seed", "--timeout", "--threads",
                  "--memory-limit", "--rounds", "--env", "--max-time", "--history", "--plugin")

@@ -119,6 +119,7 @@ def plan_cells(registry: Registry, selected: Selection, *, memory_limit_gib: flo
 
 
 def _progress_bar(total: int):
+    """A bar on stderr advanced once per finished cell (and round), naming the cell that runs."""
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=False)
     task = bar.add_task("cells", total=total)
