@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,21 @@ def test_help_has_examples(capsys):
     assert "examples:" in capsys.readouterr().out
 
 
+def test_help_imports_no_command_module():
+    """main() imports a command's module only to run it: `adcompare --help` builds the parser from cli/arguments.py."""
+    code = ("import sys\nfrom adcompare.cli.main import main\ntry:\n    main(['run', '--help'])\nexcept SystemExit:\n"
+            "    pass\nprint(sorted(m for m in sys.modules if m.startswith('adcompare.cli.')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "['adcompare.cli.arguments', 'adcompare.cli.main']"
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "--problem", "exp_dot_los", "--dry-run"], "unknown problem 'exp_dot_los' (did you mean 'exp_dot_loss'?)"),
     (["check", "--adapter", "jaxx"], "unknown adapter 'jaxx' (did you mean 'jax'?)"),
     (["run", "--operator", "jacfw", "--dry-run"], "unknown operator 'jacfw' (did you mean 'jacfwd'?)"),
-    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"], "nothing applies: left out problem 'f_r2_r3' with operator 'grad': grad needs a "
-                                                                        "scalar-valued function, f(x) has shape (3,)"),
+    (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"],
+     "nothing applies: left out problem 'f_r2_r3' with operator 'grad': grad needs a scalar-valued function, "
+     "f(x) has shape (3,)"),
     (["report", "no-such-file.jsonl"], "cannot read results file 'no-such-file.jsonl'"),
     (["list", "--plugin", "nowhere.py"], "--plugin 'nowhere.py': no such file"),
 ])

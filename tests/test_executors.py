@@ -1,13 +1,19 @@
 """`--executor local`: the shards run one after another as processes and merge into --output; a shard whose job
-died keeps its finished cells and `--resume` runs only the rest; `adcompare report shard*.jsonl` merges shards."""
+died keeps its finished cells and `--resume` runs only the rest; `adcompare report shard*.jsonl` merges shards.
+A shard's command line repeats exactly the allow-listed options the driver was given."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
-from adcompare.cli.main import main
+from adcompare.cli.arguments import SHARD_OPTIONS, add_run_arguments
+from adcompare.cli.main import build_parser, main
+from adcompare.cli.run import sharded_run
+from adcompare.run.executors import ShardedRun, SlurmOptions, shard_command, shard_paths
 from adcompare.store.results import load
 
 SELECTION = ["--problem", "f_xy,f_r2_r3", "--adapter", "autograd", "--dtype", "float32", "--suite", "full"]
@@ -54,3 +60,45 @@ def test_local_shards_merge_resume_and_report(tmp_path, capsys):
     assert main(["report", *map(str, shards), "-o", str(report)]) == 0
     assert (report / "index.html").exists()
     assert {m.cell.key for m in load(shards).measurements} == planned
+
+
+DRIVER_OPTIONS = {"--output", "--resume", "--overwrite", "--dry-run", "--json", "--no-progress", "--shard",
+                  "--executor", "--shards", "--shard-dir", "--slurm-partition", "--slurm-gpus-per-job",
+                  "--slurm-cpus-per-job", "--slurm-time", "--slurm-exclusive", "--help"}
+
+
+def test_every_run_option_is_either_repeated_by_the_shards_or_the_drivers_own():
+    """A new `run` option must be placed: on the allow-list, or here (otherwise shards would silently drop it)."""
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    flags = {flag for action in parser._actions for flag in action.option_strings if flag.startswith("--")}
+    assert set(SHARD_OPTIONS) | DRIVER_OPTIONS == flags
+    assert not set(SHARD_OPTIONS) & DRIVER_OPTIONS
+
+
+def test_a_shards_command_line_carries_exactly_the_allow_listed_options_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "extra.py").write_text("")
+    given = ["--problem", "f_xy,f_r2_r3", "--adapter", "autograd", "--adapter", "jax", "--suite", "full",
+             "--timeout", "60", "--threads", "2", "--rounds", "3", "--env", "old=jax==0.9.2 jaxlib==0.9.2",
+             "--max-time", "15m", "--plugin", "extra.py"]
+    driver = ["-o", "study.jsonl", "--executor", "slurm", "--shards", "3", "--shard-dir", "jobs", "--resume",
+              "--no-progress", "--slurm-time", "5", "--slurm-exclusive", "--slurm-partition", "gpu"]
+    args = build_parser().parse_args(["run", *driver, *given])
+    request = sharded_run(args, args.output)
+    assert request == ShardedRun(output=Path("study.jsonl"), shard_options=request.shard_options, executor="slurm",
+                                 shards=3, shard_dir=Path("jobs"), resume=True,
+                                 slurm=SlurmOptions(partition="gpu", time_minutes=5, exclusive=True))
+    # In allow-list order, values as parsed, files made absolute; options left at their defaults are not repeated.
+    assert shard_command(request, 2, Path("jobs/shard-2-of-3.jsonl")) == [
+        sys.executable, "-m", "adcompare", "run",
+        "--problem", "f_xy,f_r2_r3", "--adapter", "autograd", "--adapter", "jax", "--suite", "full",
+        "--timeout", "60.0", "--threads", "2", "--rounds", "3", "--env", "old=jax==0.9.2 jaxlib==0.9.2",
+        "--max-time", "15m", "--plugin", str(tmp_path / "extra.py"),
+        "--shard", "2/3", "-o", "jobs/shard-2-of-3.jsonl", "--no-progress", "--resume"]
+    assert shard_paths(request)[2] == Path("jobs/shard-3-of-3.jsonl")
+    # Nothing given but the driver's options: a shard runs `adcompare run` with its own defaults.
+    bare = sharded_run(build_parser().parse_args(["run", "--executor", "local", "-o", "x.jsonl"]), "x.jsonl")
+    assert shard_command(bare, 1, Path("x.jsonl.shards/shard-1-of-2.jsonl"))[4:] == [
+        "--shard", "1/2", "-o", "x.jsonl.shards/shard-1-of-2.jsonl", "--no-progress"]
+    assert shard_paths(bare)[0] == Path("x.jsonl.shards/shard-1-of-2.jsonl")

@@ -1,6 +1,8 @@
-"""Terminal tables for the CLI (rich) and the JSON shapes of `list --json` and `check --json`."""
+"""What the commands show: the terminal's two streams, the tables (rich) and the JSON shapes of `list --json` and
+`check --json`."""
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +22,10 @@ from adcompare.model.units import seconds
 from adcompare.plugin.registry import Registry
 from adcompare.study.suites import SUITE_SUMMARIES
 from adcompare.verify.expectations import expected_reason
+
+# Piped or redirected, tables keep readable columns instead of rich's 80-column default.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True)
 
 STATUS_STYLE = {"ok": "green", "unsupported": "dim", "skipped": "dim", "too_large": "yellow"}
 
@@ -139,8 +145,9 @@ def print_check_matrix(console: Console, measurements: Sequence[Measurement],
             t.add_row(op, *(_mark(index[(op, a, v)], index[(op, a, v)].cell.key in expected)
                             if (op, a, v) in index else "" for a, v in columns))
         console.print(t)
-    for title, chosen in (("Failures", [m for m in measurements if m.status.is_failure and m.cell.key not in expected]),
-                          ("Expected failures (known limitations)", [m for m in measurements if m.cell.key in expected])):
+    failures = [m for m in measurements if m.status.is_failure and m.cell.key not in expected]
+    known = [m for m in measurements if m.cell.key in expected]
+    for title, chosen in (("Failures", failures), ("Expected failures (known limitations)", known)):
         if not chosen:
             continue
         t = Table(title=title, title_justify="left")
@@ -165,7 +172,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
                   seconds(tm.iqr if tm else None, "—"), seconds(tm.compile if tm else None, "—"),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
     console.print(t)
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for m in measurements:
         counts[m.status.value + (" as expected" if expected_reason(m) else "")] += 1
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))

@@ -1,4 +1,5 @@
-"""Executors: run a study's N shards as jobs and merge their results files into `--output`.
+"""Executors: run a study's N shards as jobs and merge their results files into `--output`; what to run comes as a
+`ShardedRun` request (the CLI builds it from `adcompare run --executor ...`).
 
 Each job is the ordinary command for one shard, `adcompare run <the same selection> --shard K/N -o DIR/shard-K-of-N
 .jsonl`, so a job writes (and flushes) its cells as they finish, stamps them with the fingerprint of the node that
@@ -13,13 +14,14 @@ which differs per node), so every job computes the same split.
 """
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 
@@ -29,32 +31,43 @@ from adcompare.store.results import merge_files
 
 err = Console(stderr=True)
 
-# Options of the driver that a shard's own command must not repeat; every other option is passed on as given.
-DRIVER_ONLY = {"command", "executor", "shards", "shard_dir", "shard", "output", "overwrite", "dry_run", "json",
-               "no_progress", "resume"}
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """How each job of the array is submitted (submitit's parameters)."""
+    partition: str | None = None  # None: the cluster's default
+    gpus_per_job: int = 0  # --gres gpu:G
+    cpus_per_job: int | None = None  # None: SLURM's default
+    time_minutes: int = 60  # time limit per job
+    exclusive: bool = False  # one job per node, nothing else beside it: the fair setting for timings
 
 
-def shard_paths(args: argparse.Namespace) -> list[Path]:
-    folder = Path(args.shard_dir or f"{args.output}.shards")
-    return [folder / f"shard-{k}-of-{args.shards}.jsonl" for k in range(1, args.shards + 1)]
+@dataclass(frozen=True)
+class ShardedRun:
+    """A study run as `shards` jobs whose results files are merged into `output`.
+
+    `shard_options` are the command-line words every shard's `adcompare run` repeats (its selection, run options,
+    plugins, as the CLI's allow-list picks them); each job adds its own `--shard K/N -o FILE --no-progress`."""
+    output: Path
+    shard_options: tuple[str, ...] = ()
+    executor: Literal["local", "slurm"] = "local"
+    shards: int = 2
+    shard_dir: Path | None = None  # None: OUTPUT.shards/
+    resume: bool = False  # keep the shard files' finished cells and run the rest
+    overwrite: bool = False  # replace shard files an earlier study left
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
 
 
-def shard_command(args: argparse.Namespace, k: int, output: Path) -> list[str]:
-    """The `adcompare run` command line of shard k: every option of this command (selection, run options, plugins
-    — also those added later) but the driver's own, then one shard, its own file."""
-    argv = [sys.executable, "-m", "adcompare", "run"]
-    for name, value in sorted(vars(args).items()):
-        if name in DRIVER_ONLY or name.startswith("slurm_") or value is None or value is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        values = value if isinstance(value, list) else [value]
-        if value is True:
-            argv.append(flag)
-            continue
-        for v in values:  # files named relatively must resolve the same from the job's working directory
-            argv += [flag, str(Path(v).resolve()) if isinstance(v, str) and Path(v).exists() else str(v)]
-    argv += ["--shard", f"{k}/{args.shards}", "-o", str(output), "--no-progress"]
-    return argv + (["--resume"] if args.resume else [])
+def shard_paths(request: ShardedRun) -> list[Path]:
+    folder = request.shard_dir or Path(f"{request.output}.shards")
+    return [folder / f"shard-{k}-of-{request.shards}.jsonl" for k in range(1, request.shards + 1)]
+
+
+def shard_command(request: ShardedRun, k: int, output: Path) -> list[str]:
+    """The `adcompare run` command line of shard k: the shared options, then one shard, its own file."""
+    argv = [sys.executable, "-m", "adcompare", "run", *request.shard_options]
+    argv += ["--shard", f"{k}/{request.shards}", "-o", str(output), "--no-progress"]
+    return argv + (["--resume"] if request.resume else [])
 
 
 def run_shard_job(argv: Sequence[str]) -> int:
@@ -62,34 +75,34 @@ def run_shard_job(argv: Sequence[str]) -> int:
     return subprocess.run(list(argv), check=False).returncode
 
 
-def run_study(args: argparse.Namespace) -> int:
-    if args.shards < 1:
-        raise UsageError(f"--shards {args.shards} must be at least 1")
-    if args.shard or args.dry_run:
-        raise UsageError("--executor runs every shard; drop --shard/--dry-run (or drop --executor to run one shard)")
-    paths = shard_paths(args)
+def run_study(request: ShardedRun) -> int:
+    """Run every shard with the request's executor, merge the shard files into its output; exit 1 when a cell
+    failed or a shard did not finish."""
+    if request.shards < 1:
+        raise UsageError(f"--shards {request.shards} must be at least 1")
+    paths = shard_paths(request)
     ensure_folder(paths[0].parent)
     earlier = [p for p in paths if p.exists()]
-    if earlier and not args.resume:
-        if not args.overwrite:  # another study's shards: never deleted unasked
+    if earlier and not request.resume:
+        if not request.overwrite:  # another study's shards: never deleted unasked
             raise UsageError(f"{str(paths[0].parent)!r} already holds {len(earlier)} shard file(s); add --resume to "
                              f"complete them, --overwrite to replace them, or choose another --shard-dir")
         for p in earlier:
             p.unlink()
-    commands = [shard_command(args, k, p) for k, p in enumerate(paths, start=1)]
-    codes = (run_local if args.executor == "local" else run_slurm)(args, commands, paths)
+    commands = [shard_command(request, k, p) for k, p in enumerate(paths, start=1)]
+    codes = run_local(commands, paths) if request.executor == "local" else run_slurm(request.slurm, commands, paths)
     present = [p for p in paths if p.exists()]
     if present:
-        merge_files(present, args.output)
+        merge_files(present, request.output)
     failed = [k for k, code in enumerate(codes, start=1) if code not in (0, 1)]  # 1: a cell failed, recorded
     for k in failed:
-        err.print(f"[red]shard {k}/{args.shards} did not finish (exit {codes[k - 1]}); its finished cells are "
+        err.print(f"[red]shard {k}/{request.shards} did not finish (exit {codes[k - 1]}); its finished cells are "
                   f"kept: rerun the same command with --resume[/]", highlight=False)
-    err.print(f"merged {len(present)} shard file(s) from {paths[0].parent} into {args.output}", highlight=False)
+    err.print(f"merged {len(present)} shard file(s) from {paths[0].parent} into {request.output}", highlight=False)
     return 1 if failed or any(codes) else 0
 
 
-def run_local(args: argparse.Namespace, commands: list[list[str]], paths: list[Path]) -> list[int]:
+def run_local(commands: Sequence[Sequence[str]], paths: Sequence[Path]) -> list[int]:
     codes = []
     for k, argv in enumerate(commands, start=1):
         err.print(f"shard {k}/{len(commands)}: {paths[k - 1]}", highlight=False)
@@ -100,7 +113,7 @@ def run_local(args: argparse.Namespace, commands: list[list[str]], paths: list[P
     return codes
 
 
-def _slurm_executor(args: argparse.Namespace, folder: Path):
+def _slurm_executor(options: SlurmOptions, jobs: int, folder: Path):
     try:
         import submitit  # the optional extra: imported only when --executor slurm is asked for
     except ImportError:
@@ -110,26 +123,27 @@ def _slurm_executor(args: argparse.Namespace, folder: Path):
     except RuntimeError as exc:  # no srun/sbatch here
         raise UsageError(f"--executor slurm: {exc}; run it where SLURM's commands work, or use --executor local") \
             from None
-    params = {"timeout_min": args.slurm_time, "slurm_array_parallelism": args.shards, "name": "adcompare"}
-    if args.slurm_partition:
-        params["slurm_partition"] = args.slurm_partition
-    if args.slurm_gpus_per_job:
-        params["gpus_per_node"] = args.slurm_gpus_per_job
-    if args.slurm_cpus_per_job:
-        params["cpus_per_task"] = args.slurm_cpus_per_job
-    if args.slurm_exclusive:
+    params: dict[str, object] = {"timeout_min": options.time_minutes, "slurm_array_parallelism": jobs,
+                                 "name": "adcompare"}
+    if options.partition:
+        params["slurm_partition"] = options.partition
+    if options.gpus_per_job:
+        params["gpus_per_node"] = options.gpus_per_job
+    if options.cpus_per_job:
+        params["cpus_per_task"] = options.cpus_per_job
+    if options.exclusive:
         params["slurm_exclusive"] = True
     executor.update_parameters(**params)
     return executor
 
 
-def run_slurm(args: argparse.Namespace, commands: list[list[str]], paths: list[Path]) -> list[int]:
-    executor = _slurm_executor(args, paths[0].parent)
+def run_slurm(options: SlurmOptions, commands: Sequence[Sequence[str]], paths: Sequence[Path]) -> list[int]:
+    executor = _slurm_executor(options, len(commands), paths[0].parent)
     try:
         jobs = executor.map_array(run_shard_job, commands)
     except RuntimeError as exc:  # submitit's FailedJobError: sbatch's own message is the useful part
-        last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
-        raise SchedulerError(f"--executor slurm: submitting the job array failed: {last[0]}; check that sbatch "
+        why = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+        raise SchedulerError(f"--executor slurm: submitting the job array failed: {why[0]}; check that sbatch "
                              f"works here (sinfo, SLURM_CONF), or use --executor local") from None
     err.print(f"submitted {len(jobs)} job(s) as array {jobs[0].job_id.split('_')[0]}; results in "
               f"{paths[0].parent}", highlight=False)
@@ -140,7 +154,8 @@ def run_slurm(args: argparse.Namespace, commands: list[list[str]], paths: list[P
             states = [job.state for job in jobs]
             finished = [job.done() for job in jobs]
         cells = sum(_cells_in(p) for p in paths)
-        line = f"jobs: {', '.join(f'{states.count(s)} {s.lower()}' for s in sorted(set(states)))}; {cells} cells recorded"
+        counts = ", ".join(f"{states.count(s)} {s.lower()}" for s in sorted(set(states)))
+        line = f"jobs: {counts}; {cells} cells recorded"
         if line != last:
             err.print(line, highlight=False)
             last = line

@@ -28,7 +28,7 @@ from adcompare.study.plan import Plan
 from adcompare.verify.check import cross_check
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
     timeout: float = 300.0
     threads: int = 1

@@ -1,0 +1,74 @@
+"""`adcompare compare`: the ratio of medians per matching cell of two results files, with its interval and the
+run-wide shift — or, given one file run with several --env, each environment against the baseline one; a CI gate
+with --fail-above and --fail-on-shift."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from adcompare.analysis.comparison import (
+    WITHIN_RUN,
+    WITHIN_RUN_CAVEAT,
+    compare,
+    pair_environments,
+    regressions,
+    run_shifts,
+)
+from adcompare.analysis.significance import NOISE
+from adcompare.cli import tables
+from adcompare.cli.tables import err, out
+from adcompare.model.errors import UsageError
+from adcompare.store.results import load
+
+
+def command(args: argparse.Namespace) -> int:
+    if args.fail_above is not None and not 0 <= args.fail_above < 1e6:
+        raise UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0, e.g. --fail-above 10")
+    fail_on_shift = args.fail_on_shift
+    if fail_on_shift is not None and not 0 <= fail_on_shift < 1e6:
+        raise UsageError(f"--fail-on-shift {fail_on_shift}: give a percentage >= 0, e.g. --fail-on-shift 10")
+    threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    if args.candidate is None:
+        return _compare_environments(pair_environments(load([args.baseline]), args.baseline_environment,
+                                                       threshold), args)
+    rows = compare(load([args.baseline]), load([args.candidate]), threshold)
+    if not rows:
+        raise UsageError(f"{args.baseline} and {args.candidate} have no timed cell in common")
+    offending = regressions(rows) if args.fail_above is not None else []
+    rows = offending + [r for r in rows if r not in offending]
+    shifts = run_shifts(rows)
+    if args.json:
+        for r in rows:
+            print(json.dumps({**r.to_json(), "regression": r in offending}))
+    else:
+        tables.print_comparison(out, rows, offending, args.fail_above)
+    _say_noise_model(rows)
+    shifted = [s for s in shifts if fail_on_shift is not None and s.fails(fail_on_shift)]
+    for shift in shifts:  # on stderr beside the noise model, so --json's stdout stays one object per cell
+        tables.print_run_shift(err, shift, fail_on_shift, shift in shifted)
+    return 1 if offending or shifted else 0
+
+
+def _say_noise_model(rows) -> None:
+    """Which noise model decided the rows: the within-run rule is the weaker one, and the gate says so."""
+    within = sum(r.noise_model == WITHIN_RUN for r in rows)
+    if within:
+        err.print(f"[yellow]{within} of {len(rows)} cells {WITHIN_RUN_CAVEAT}[/]", highlight=False)
+    else:
+        err.print(f"noise model: the spread between rounds ({len(rows)} cells)", highlight=False)
+
+
+def _compare_environments(pairs, args: argparse.Namespace) -> int:
+    """One results file over several environments: exit 1 when a derivative differs between releases, or, with
+    --fail-above, when a cell is significantly slower than in the baseline environment by more than PCT."""
+    if not pairs:
+        raise UsageError(f"{args.baseline} holds one environment only; compare two files, or run with two --env")
+    offending = regressions([p.timing for p in pairs if p.timing]) if args.fail_above is not None else []
+    slower = [p for p in pairs if p.timing is not None and p.timing in offending]
+    if args.json:
+        for p in pairs:
+            print(json.dumps({**p.to_json(), "regression": p in slower}))
+    else:
+        tables.print_environment_pairs(out, pairs)
+    _say_noise_model([p.timing for p in pairs if p.timing])
+    return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0

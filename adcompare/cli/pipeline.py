@@ -1,0 +1,174 @@
+"""The steps the commands share, in pipeline order: load the registry (plugins, input files), select and plan the
+cells, describe this machine (provenance, the --env environments), execute a plan with a progress bar, and print
+the findings. Each step takes the values it needs, not the parsed arguments, but for `selection`, which reads the
+selection options every measuring command has.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from adcompare.cli import tables
+from adcompare.cli.tables import err, out
+from adcompare.model.cell import Cell
+from adcompare.model.errors import UsageError
+from adcompare.model.fingerprint import Machine, this_machine
+from adcompare.model.measurement import Measurement
+from adcompare.plugin.registry import Registry, load
+from adcompare.run import runner
+from adcompare.store import provenance
+from adcompare.store.output_paths import RESULTS_DIR
+from adcompare.store.results import ResultsWriter
+from adcompare.study import environments
+from adcompare.study.plan import Plan, Selection
+from adcompare.study.plan import plan as make_plan
+from adcompare.verify.expectations import labelled
+from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
+
+
+def load_registry(plugins: Sequence[str], inputs: Sequence[str] = (), seed: int = 0) -> Registry:
+    """The adapters and problems, with --plugin's; a broken plugin is reported and skipped, not fatal."""
+    registry = load(tuple(plugins))
+    for b in registry.broken:
+        err.print(f"[yellow]plugin {b.name!r} is broken and was skipped:[/] {b.reason}", highlight=False)
+    return with_inputs(registry, inputs, seed)
+
+
+def distributions(registry: Registry) -> list[str]:
+    return [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
+
+
+def machine(registry: Registry) -> Machine:
+    """This machine's fingerprint, with the versions of every known framework."""
+    return this_machine(distributions(registry))
+
+
+def run_provenance(registry: Registry, threads: int) -> dict:
+    """This run's header, with the machine fingerprint its records carry."""
+    return provenance.collect(threads, machine(registry))
+
+
+def build_environments(registry: Registry, env_options: Sequence[str],
+                       header: dict) -> dict[str, environments.Environment]:
+    """The `--env` environments, built or taken from the cache; named in the header with their fingerprints."""
+    specs = environments.parse_options(env_options)
+    if not specs:
+        return {}
+    built = environments.build_all(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+    host = this_machine(())
+    header["environments"] = {
+        s.name: {**built[s.name].to_json(),
+                 "machine": built[s.name].machine(host, distributions(registry)).to_json()} for s in specs}
+    return built
+
+
+def past_runs() -> list[Path]:
+    """Results files of earlier runs in results/ (run's default output); history keeps this machine's cells."""
+    return sorted(RESULTS_DIR.glob("*.jsonl")) if RESULTS_DIR.is_dir() else []
+
+
+def split(values: Sequence[str] | None) -> tuple[str, ...]:
+    """A repeatable, comma-separated option's values: ["a,b", "c"] → ("a", "b", "c")."""
+    return tuple(v for item in values or () for v in item.split(",") if v)
+
+
+def device_counts(values: Sequence[str] | None) -> tuple[int, ...]:
+    """--devices 1,2,4 as whole numbers; anything else is a usage error naming the value and the fix."""
+    counts = []
+    for text in split(values):
+        try:
+            counts.append(int(text))
+        except ValueError:
+            raise UsageError(f"--devices {text!r}: a device count is a whole number, e.g. --devices 1,2,4") from None
+    return tuple(dict.fromkeys(counts))
+
+
+def selection(args: argparse.Namespace, registry: Registry) -> Selection:
+    """The cells the selection options (arguments.add_selectors) pick."""
+    problems, dtypes = split(args.problem), split(args.dtype)
+    if registry.inputs:  # input files choose their problems and float64 unless told otherwise
+        check_selected(registry, problems)
+        problems = problems or file_fed(registry)
+        dtypes = dtypes or ("float64",)
+    return Selection(problems=problems, sizes=split(args.size), operators=split(args.operator),
+                     adapters=split(args.adapter), variants=split(args.variant), devices=split(args.device),
+                     dtypes=dtypes, tags=split(args.tag), suite=args.suite, environments=split(args.environment),
+                     device_counts=device_counts(args.devices))
+
+
+def plan_cells(registry: Registry, selected: Selection, *, memory_limit_gib: float | None = None,
+               env_options: Sequence[str] = ()) -> Plan:
+    """The plan of the selected cells, its notes printed; a plan with no cell is a usage error saying why."""
+    limit = int(memory_limit_gib * 2**30) if memory_limit_gib else None
+    specs = environments.parse_options(env_options)
+    plan = make_plan(registry, selected, memory_limit=limit, environments=specs)
+    environments.check_pins(specs, [registry.adapters[a] for a in selected.adapters or registry.adapters])
+    for note in plan.notes:
+        err.print(f"[yellow]{note}[/]", highlight=False)
+    if plan.total == 0:
+        left_out = [n for n in plan.notes if n.startswith("left out problem")]
+        if left_out:
+            raise UsageError(f"nothing applies: {'; '.join(left_out)}; `adcompare list` shows each problem's "
+                             f"operators")
+        raise UsageError("the selection matches no cell; `adcompare list` shows what exists")
+    return plan
+
+
+def _progress_bar(total: int):
+    """A bar on stderr advanced once per finished cell (and round), naming the cell that runs."""
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=False)
+    task = bar.add_task("cells", total=total)
+
+    def progress(cell: Cell | None, measurement: Measurement | None) -> None:
+        if measurement is None:
+            bar.update(task, description=f"{cell.id}" if cell else "")
+        else:
+            bar.advance(task)
+    return bar, progress
+
+
+def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_progress: bool,
+            writer: ResultsWriter | None = None,
+            envs: dict[str, environments.Environment] | None = None) -> list[Measurement]:
+    """Run the plan, each measurement appended to `writer` as it finishes; the --env environments run in their own
+    interpreters, and their machines are added to the results file. Returns the measurements, labelled with their
+    expected failures."""
+    isolated = {n: e for n, e in (envs or {}).items() if n != environments.CURRENT}
+    options = dataclasses.replace(options, interpreters={n: e.python for n, e in isolated.items()})
+    bar, progress = None, None
+    if show_progress:
+        extra_rounds = (options.rounds - 1) * len(plan.cells)  # each round advances the bar
+        bar, progress = _progress_bar(plan.total + extra_rounds)
+    machines: dict[str, Machine] = {}
+    if writer is not None:
+        machines = {n: e.machine(writer.machine, distributions(registry)) for n, e in isolated.items()}
+        for m in machines.values():
+            writer.add_machine(m)
+
+    def record(m: Measurement) -> None:
+        if writer is not None:
+            writer.add(labelled(environments.stamp(m, machines), registry.problems))
+
+    on_worker = writer.add_worker if writer is not None else (lambda info: None)
+    if bar is not None:
+        bar.start()
+    try:
+        measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker,
+                                  progress=progress or (lambda c, m: None))
+        return [labelled(m, registry.problems) for m in measurements]
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
+def print_findings(measurements: Sequence[Measurement]) -> None:
+    """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
+    from adcompare.analysis.findings import findings, top  # only run and report print findings
+
+    found = findings(measurements)
+    tables.print_findings(out, top(found), len(found))

@@ -1,0 +1,113 @@
+"""`adcompare run`: check and time the selected cells into a results file — or plan them (--dry-run), or run them
+as shards through an executor (--executor); exit 1 when a cell failed unexpectedly."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from adcompare.cli import tables
+from adcompare.cli.arguments import shard_options
+from adcompare.cli.pipeline import (
+    build_environments,
+    execute,
+    load_registry,
+    machine,
+    past_runs,
+    plan_cells,
+    print_findings,
+    run_provenance,
+    selection,
+)
+from adcompare.cli.tables import out
+from adcompare.model.errors import UsageError
+from adcompare.plugin.registry import Registry
+from adcompare.run import executors
+from adcompare.run.runner import RunOptions
+from adcompare.store.output_paths import new_results_path, refuse_existing
+from adcompare.store.results import ResultsWriter, finished_keys
+from adcompare.study import environments
+from adcompare.study import scope as study
+from adcompare.study.plan import Plan
+from adcompare.study.shards import ShardSpec
+from adcompare.verify.expectations import expected_reason
+
+
+def _plan(registry: Registry, args: argparse.Namespace) -> Plan:
+    return plan_cells(registry, selection(args, registry), memory_limit_gib=args.memory_limit,
+                      env_options=args.env or ())
+
+
+def _study(registry: Registry, plan: Plan, args: argparse.Namespace, output: str | None,
+           fingerprint: str) -> study.Study:
+    """This invocation's study: the plan's shard, less the cells --resume keeps, within the --max-time budget,
+    ordered by the times measured on this machine (`fingerprint`) where there are any."""
+    done = frozenset(finished_keys(output)) if args.resume and output else frozenset()
+    past = study.history([*([output] if output else []), *past_runs(), *(args.history or ())], fingerprint)
+    shard = ShardSpec.parse(args.shard) if args.shard else None
+    return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
+                         timeout=args.timeout)
+
+
+def _settle_output(args: argparse.Namespace) -> tuple[str, bool]:
+    """Settle `-o` before anything runs: a new timestamped file when none is named (True: this run created it),
+    else refuse an existing one unless --resume or --overwrite says what to do with it."""
+    if args.output is None:
+        if args.resume:
+            raise UsageError("--resume needs -o PATH: the results file whose missing cells to run")
+        output = str(new_results_path())
+        out.print(f"results: {output}", highlight=False)
+        return output, True
+    refuse_existing(Path(args.output), resume=args.resume, overwrite=args.overwrite)
+    return args.output, False
+
+
+def sharded_run(args: argparse.Namespace, output: str) -> executors.ShardedRun:
+    """The executor's request: the driver's own options, and the allow-listed ones every shard repeats."""
+    if args.shard:
+        raise UsageError("--executor runs every shard; drop --shard/--dry-run (or drop --executor to run one shard)")
+    return executors.ShardedRun(
+        output=Path(output), shard_options=shard_options(args), executor=args.executor, shards=args.shards,
+        shard_dir=Path(args.shard_dir) if args.shard_dir else None, resume=args.resume, overwrite=args.overwrite,
+        slurm=executors.SlurmOptions(partition=args.slurm_partition, gpus_per_job=args.slurm_gpus_per_job,
+                                     cpus_per_job=args.slurm_cpus_per_job, time_minutes=args.slurm_time,
+                                     exclusive=args.slurm_exclusive))
+
+
+def _dry_run(registry: Registry, args: argparse.Namespace) -> int:
+    st = _study(registry, _plan(registry, args), args, args.output, machine(registry).id)
+    if args.json:
+        print(json.dumps(study.cells_json(registry, st)))
+    else:
+        out.print(study.summary(st, args.output or "the results file"), highlight=False)
+        if args.rounds > 1:  # the estimate is one pass; later rounds repeat every timed cell in new workers
+            out.print(f"--rounds {args.rounds}: each timed cell runs {args.rounds} times, so about "
+                      f"{args.rounds}× the estimate", highlight=False)
+    for spec in environments.parse_options(args.env or ()):
+        out.print(f"environment {spec.name}: {environments.describe(spec)}")
+    return 0
+
+
+def command(args: argparse.Namespace) -> int:
+    registry = load_registry(args.plugin, args.inputs, args.seed)
+    if args.dry_run:
+        return _dry_run(registry, args)
+    output, fresh = _settle_output(args)
+    if args.executor:
+        return executors.run_study(sharded_run(args, output))
+    plan = _plan(registry, args)
+    header = run_provenance(registry, args.threads)
+    st = _study(registry, plan, args, output, header["machine"]["fingerprint"])
+    envs = build_environments(registry, args.env or (), header)
+    options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
+                         budget=args.max_time or "", rounds=args.rounds)
+    with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
+        for m in st.left_out:
+            writer.add(m)
+        measurements = execute(registry, st.plan, options, show_progress=not args.no_progress, writer=writer,
+                               envs=envs)
+        measurements = [*measurements, *st.left_out]
+    tables.print_summary(out, measurements)
+    print_findings(measurements)
+    out.print(f"results: {output}")
+    return 1 if any(m.status.is_failure and not expected_reason(m) for m in measurements) else 0
