@@ -10,7 +10,8 @@ imports `test_adcompare_cell` (as benchmarks/test_matrix.py does, and as a user'
     addopts = "--benchmark-skip"
 
 `pytest --benchmark-only` then benchmarks the quick matrix (narrow it with --adcompare-*), every cell's first call
-checked (shape, NaN, float64 reference: execution.first_call, as `adcompare run` checks it) before it is timed. Known framework limitations (adcompare.verify.expectations) are strict
+checked (shape, NaN, float64 reference: adcompare.run.in_process.first_call, as `adcompare run` checks it) before
+it is timed. Known framework limitations (adcompare.verify.expectations) are strict
 xfails with their reason — a listed cell that starts passing fails — and those known to kill the process are
 skipped, since this path runs in-process: one crashing cell would end the pytest session, and JAX's x64 switch is
 flipped per cell. `adcompare run` is the isolated path (one worker process per framework, dtype and device).

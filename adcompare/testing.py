@@ -64,6 +64,7 @@ from adcompare.model.shapes import Shapes
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
+from adcompare.plugin.registry import Registry
 from adcompare.run.in_process import describe_exception, first_call
 from adcompare.run.runner import RunOptions, run
 from adcompare.study.plan import Plan
@@ -196,6 +197,7 @@ def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device:
     if called.error is not None:
         return Outcome(None, want, error=describe_exception(called.error), status=called.status,
                        message=called.message)
+    assert called.prepared is not None and called.result is not None, "first_call that raised nothing returns both"
     try:
         out = called.prepared.run()
         adapter.sync(out)
@@ -371,7 +373,7 @@ class AdapterConformance:
 
     # --- parametrization and fixtures ---------------------------------------------------------------------
 
-    def registry(self) -> plugins.Registry:
+    def registry(self) -> Registry:  # `plugins` in this class is the ClassVar above
         return plugins.load(tuple(self.plugins))
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:

@@ -17,9 +17,10 @@ Inputs follow ADBench's data files (data/ba/ba*_n*_m*_p*.txt): every file holds 
 and one feature, and ADBench's reader replicates them over n cameras, m points and p observations, observation i
 seeing camera i mod n and point i mod m. At ADBench's sizes ba1-ba20 (n, m, p) the generator does exactly that
 with the row all of ADBench's files hold, so those inputs do not depend on the seed. The small sizes n3-m10-p30
-(what tests and quick checks run), n5-m50-p300 and n10-m200-p3000 (the full suite's scaling) deliberately differ: a seeded scene of distinct cameras, points, weights and
-features, well conditioned in float32 — ADBench's row (pixel-scale focal length and features) gives float32
-Jacobians ~1.5e-4 off in relative terms, above the float32 tolerance, and identical rows test less. `--inputs`
+(what tests and quick checks run), n5-m50-p300 and n10-m200-p3000 (the full suite's scaling) deliberately differ:
+a seeded scene of distinct cameras, points, weights and features, well conditioned in float32 — ADBench's row
+(pixel-scale focal length and features) gives float32 Jacobians ~1.5e-4 off in relative terms, above the float32
+tolerance, and identical rows test less. `--inputs`
 reads ADBench's files and GradBench's `ba` inputs as JSON (its evals/ba/run.py sends the same numbers as
 {n, m, p, cam, x, w, feat}). Sizes come from each file's header, not its name: ba20's name says p = 2,987,644,
 its header (which ADBench's and GradBench's readers use) 28,987,644. Planning reads the header only.
@@ -53,7 +54,8 @@ ADBENCH_SIZES = (
     (1723, 156502, 678718), (253, 163691, 899155), (245, 198739, 1091386), (356, 226730, 1255268),
     (1102, 780462, 4052340), (1544, 942409, 4750193), (1778, 993923, 5001946), (1936, 649673, 5213733),
     (4585, 1324582, 9125125), (13682, 4456117, 28987644))  # ba1 … ba20 as (n, m, p), from each file's header
-BA_SIZES = [dict(n=3, m=10, p=30), dict(n=5, m=50, p=300), dict(n=10, m=200, p=3000)] + [dict(n=n, m=m, p=p) for n, m, p in ADBENCH_SIZES]
+BA_SIZES = [dict(n=3, m=10, p=30), dict(n=5, m=50, p=300), dict(n=10, m=200, p=3000)] + [
+    dict(n=n, m=m, p=p) for n, m, p in ADBENCH_SIZES]
 
 
 def _cross(a, b, xp):
@@ -191,8 +193,8 @@ def read_adbench(path):
             raise ValueError(f"{path}: not ADBench's BA format (lines of {counts} numbers: n m p, camera, point, "
                              f"weight, feature); found lines of {[len(line) for line in lines][:8]} numbers")
         n, m, p = (int(v) for v in lines[0])
-        camera, point, weight, feature = ([float(v) for v in line] for line in lines[1:])
-        weight = weight[0]
+        camera, point, weights, feature = ([float(v) for v in line] for line in lines[1:])
+        weight = weights[0]
     else:
         n, m, p = (int(data[k]) for k in ("n", "m", "p"))
         camera, point, weight, feature = data["cam"], data["x"], float(data["w"]), data["feat"]

@@ -121,8 +121,9 @@ def gmm(params, /, *, x, xp, wishart=None):
         f = −(nd/2) log 2π + Σᵢ logsumexpₖ(αₖ + Σ qₖ − ½‖Qₖ(xᵢ − μₖ)‖²) − n logsumexp(α)
             + Σₖ [½γ²(‖exp(qₖ)‖² + ‖lₖ‖²) − m Σ qₖ] − K [n′d(log γ − ½ log 2) − log Γ_d(n′/2)],  n′ = d + m + 1
 
-    with γ = 1, m = 0 unless the file says otherwise. The Wishart term's sign is ADBench's (gmm.h and every ADBench tool; ADBench's tests give
-    8.07380408004975791 on data/gmm/test.txt); GradBench's log posterior, which subtracts it, is `gmm_posterior`.
+    with γ = 1, m = 0 unless the file says otherwise. The Wishart term's sign is ADBench's (gmm.h and every ADBench
+    tool; ADBench's tests give 8.07380408004975791 on data/gmm/test.txt); GradBench's log posterior, which
+    subtracts it, is `gmm_posterior`.
     Sizes: ADBench's grid d ∈ {2, 10, 20, 32, 64}, K ∈ {5, …, 200}, n ∈ {1,000, 10,000} (data/gmm/1k, 10k); the
     gradient has K(1 + d + d(d+1)/2) entries.
     """

@@ -19,6 +19,7 @@ def gradbench_seed(rng: np.random.Generator) -> int:
     """The legacy seed a size's inputs replay from: GradBench's 31337 for adcompare's default seed 0, else the
     seed asked for (`--seed N` replays GradBench's recipe from `np.random.seed(N)`; `--seed 31337` is the default's
     inputs again). Read from the Generator's own SeedSequence, which `Problem.inputs` built from that seed."""
+    # NumPy's stubs type seed_seq as ISeedSequence, which declares no entropy; default_rng(seed) builds a SeedSequence
     entropy = rng.bit_generator.seed_seq.entropy  # type: ignore[attr-defined]
     return GRADBENCH_SEED if entropy == 0 else int(entropy)
 

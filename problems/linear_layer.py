@@ -88,7 +88,7 @@ def g_xy(xy, /, *, xp):
     """g(x, y) = (x − y, x + y²): R² → R², seed 000's Jacobian example; J = [[1, −1], [1, 2y]] = [[1, −1], [1, 6]] at (3, 3).
 
     `grad` does not apply (two outputs), which is the article's point: it gets a TypeError and switches to jacfwd.
-    """
+    """  # noqa: E501 (the first line is `adcompare list`'s one-line summary)
     x, y = xy[0], xy[1]
     return xp.stack([x - y, x + y**2])
 

@@ -99,7 +99,7 @@ def series(measurements: Sequence[Measurement], cores: Mapping[str, int] | None 
         for m in sorted(members, key=lambda m: m.cell.devices):
             speedup = None
             if one is not None and m is not one and timed(one) and timed(m):
-                speedup = boot.ratio(sample_key(m), m.timing, sample_key(one), one.timing)  # T(1) ÷ T(D)
+                speedup = boot.ratio(sample_key(m), m.measured, sample_key(one), one.measured)  # T(1) ÷ T(D)
             steps.append(Step(m.cell.devices, m, speedup))
         out.append(DeviceSeries(tuple(steps), cores.get(members[0].machine)))
     return sorted(out, key=_order)

@@ -75,11 +75,13 @@ class Bootstrap:
         if len(fast.samples) < MIN_SAMPLES or len(slow.samples) < MIN_SAMPLES or fast.min <= 0:
             return None
         point = _divide(slow.median, fast.median)
-        fast, slow = fast.samples, slow.samples
-        if max(fast) < min(slow):
-            return Ratio(point, _divide(min(slow), max(fast)), _divide(max(slow), min(fast)), resampled=False)
+        fast_samples, slow_samples = fast.samples, slow.samples
+        if max(fast_samples) < min(slow_samples):
+            return Ratio(point, _divide(min(slow_samples), max(fast_samples)),
+                         _divide(max(slow_samples), min(fast_samples)), resampled=False)
         with np.errstate(over="ignore"):
-            ratios = np.minimum(self.medians(slow_key, slow) / self.medians(fast_key, fast), FLOAT_MAX)
+            ratios = np.minimum(self.medians(slow_key, slow_samples) / self.medians(fast_key, fast_samples),
+                                FLOAT_MAX)
         tail = (1 - LEVEL) / 2 * 100
         low, high = np.percentile(ratios, [tail, 100 - tail])
         return Ratio(point, float(low), float(high), resampled=True)

@@ -167,12 +167,12 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
     """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — judged against
     the run-wide shift of its clock when `against_shift` — else the within-run test, Holm-corrected over the pairs
     that use it."""
-    by_rounds = [has_rounds(a.timing) and has_rounds(b.timing) for a, b in matched]
+    by_rounds = [has_rounds(a.measured) and has_rounds(b.measured) for a, b in matched]
     within = [(a, b) for (a, b), r in zip(matched, by_rounds) if not r]
     boot = Bootstrap()
-    judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.timing, "candidate:" + b.cell.key, b.timing),
-                          a.timing.samples, b.timing.samples) for a, b in within], threshold))
-    rounds = [between_rounds(a.timing, b.timing, threshold, cpu=b.cell.device == "cpu") if r else None
+    judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.measured, "candidate:" + b.cell.key, b.measured),
+                          a.measured.samples, b.measured.samples) for a, b in within], threshold))
+    rounds = [between_rounds(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
               for (a, b), r in zip(matched, by_rounds)]
     if against_shift:
         ratios: dict[str, list[float]] = defaultdict(list)
@@ -265,7 +265,7 @@ def compare(baseline: Results, candidate: Results, threshold: float = NOISE,
 def _medians(baseline: Measurement, candidate: Measurement) -> tuple[float, float]:
     """What a row shows: the median of the per-round values where both sides have rounds (what the decision is
     made on, round_values), else the median of the samples."""
-    a, b = baseline.timing, candidate.timing
+    a, b = baseline.measured, candidate.measured
     if has_rounds(a) and has_rounds(b):
         base, cand, _ = round_values(a, b, cpu=candidate.cell.device == "cpu")
         return statistics.median(base), statistics.median(cand)
@@ -306,10 +306,10 @@ class EnvironmentPair:
 
     @property
     def values_agree(self) -> bool | None:
-        error = self.projection_error
-        if error is None:
+        a, b, error = self.baseline.check, self.candidate.check, self.projection_error
+        if a is None or b is None or error is None:  # a projection error means both sides have a check
             return None
-        return error <= max(self.baseline.check.tolerance, self.candidate.check.tolerance)
+        return error <= max(a.tolerance, b.tolerance)
 
     @property
     def verdict(self) -> str:
@@ -348,7 +348,9 @@ def pair_environments(results: Results, baseline: str | None = None,
     if baseline is not None and baseline not in order:
         raise UsageError(f"--baseline-environment {baseline!r} is not in the results; environments: "
                          f"{', '.join(order)}")
-    baseline = baseline or (order[0] if order else None)
+    if not order:  # no measurements
+        return []
+    baseline = baseline or order[0]
     groups: dict[tuple, dict[str, Measurement]] = defaultdict(dict)
     for m in results.measurements:
         groups[m.cell.across_environments][m.cell.environment] = m

@@ -49,11 +49,11 @@ class CompileCost:
 
     @property
     def method(self) -> str:
-        return self.compiled.timing.compile_method or "first call minus steady state"
+        return self.compiled.measured.compile_method or "first call minus steady state"
 
     @property
     def speedup(self) -> float | None:
-        return self.eager.timing.median / self.compiled.timing.median if self.eager else None
+        return self.eager.measured.median / self.compiled.measured.median if self.eager else None
 
     @property
     def break_even(self) -> float | None:
@@ -61,7 +61,7 @@ class CompileCost:
         eager twin."""
         if self.eager is None:
             return None
-        c, e = self.compiled.timing, self.eager.timing
+        c, e = self.compiled.measured, self.eager.measured
         gap = c.up_front - e.up_front
         if gap <= 0:
             return 1.0
@@ -74,7 +74,7 @@ def costs(measurements: Iterable[Measurement]) -> list[CompileCost]:
     """Every timed compiled cell paired with its timed eager twin (see the module's doc)."""
     measurements = [m for m in measurements if timed(m)]
     eager = {m.merge_key: m for m in measurements if not m.compiled}
-    out = [CompileCost(m, eager.get(m.twin_key(variant=m.compiles))) for m in measurements if m.compiled]
+    out = [CompileCost(m, eager.get(m.twin_key(variant=m.compiles or ""))) for m in measurements if m.compiled]
     out.sort(key=lambda k: (k.compiled.cell.problem, operator_order(k.compiled.cell.operator),
                             sizes.sort_key(k.compiled.cell.size), k.compiled.cell.adapter, k.compiled.cell.variant,
                             k.compiled.cell.device, k.compiled.cell.dtype, k.compiled.cell.environment,

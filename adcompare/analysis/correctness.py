@@ -80,8 +80,8 @@ def matrices(measurements: Iterable[Measurement]) -> list[Matrix]:
                 adjoint=_worst(c.adjoint_error for c in checks),
                 tolerance=max((c.tolerance for c in checks), default=None),
                 cells=len(ms),
-                failures=tuple(sorted(Counter(m.status.value + (" (expected)" if expected_reason(m)
-                                                                  else "") for m in ms if m.status.is_failure).items())),
+                failures=tuple(sorted(Counter(m.status.value + (" (expected)" if expected_reason(m) else "")
+                                              for m in ms if m.status.is_failure).items())),
             )
         columns = tuple(sorted({k[2] for k in groups}))
         rows = tuple(sorted({k[:2] for k in groups}, key=lambda r: (r[0], operator_order(r[1]))))

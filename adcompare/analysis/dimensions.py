@@ -16,6 +16,7 @@ from adcompare.model.measurement import Measurement
 from adcompare.model.operators import OPERATORS
 from adcompare.model.problem import example_output_shape, output_shape
 from adcompare.plugin import registry as plugins
+from adcompare.plugin.registry import Registry
 
 
 @dataclass
@@ -23,13 +24,13 @@ class Dimensions:
     """Caches per (problem, size, per-example?) because evaluating a problem is not free at large sizes."""
 
     _cache: dict[tuple[str, str, bool], tuple[int, int] | None] = field(default_factory=dict)
-    _registry: object | None = None
+    _registry: Registry | None = None
     unknown: set[str] = field(default_factory=set)
 
     def of(self, m: Measurement) -> tuple[int, int] | None:
-        recorded = m.details.get("wrt_size"), m.details.get("out_size")
-        if all(isinstance(v, int) and v > 0 for v in recorded):
-            return recorded  # type: ignore[return-value]
+        wrt_size, out_size = m.details.get("wrt_size"), m.details.get("out_size")
+        if isinstance(wrt_size, int) and wrt_size > 0 and isinstance(out_size, int) and out_size > 0:
+            return wrt_size, out_size
         spec = OPERATORS.get(m.cell.operator)
         per_example = bool(spec and spec.per_example)
         key = (m.cell.problem, m.cell.size, per_example)
@@ -43,7 +44,7 @@ class Dimensions:
         try:
             if self._registry is None:
                 self._registry = plugins.load()
-            problem = self._registry.problems.get(name)  # type: ignore[attr-defined]
+            problem = self._registry.problems.get(name)
             if problem is None:
                 return None
             size = problem.size(label)

@@ -24,9 +24,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from adcompare.analysis import across_devices
-from adcompare.analysis.bootstrap import Bootstrap
+from adcompare.analysis.bootstrap import Bootstrap, Ratio
 from adcompare.analysis.significance import Difference, judge
 from adcompare.analysis.sizes import sort_key
 from adcompare.analysis.summary import entry, sample_key, timed
@@ -166,7 +167,7 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
     several = {(m.machine, m.cell.device, m.cell.dtype) for m in index.values()}  # several: labels name them
     fast_cells = [m for m in index.values() if m.cell.problem == fast_problem and m.cell.operator == fast_op
                   and (not fast_variant or m.cell.variant == fast_variant)]
-    found: list[tuple[dict, object, Sequence[float], Sequence[float]]] = []  # Comparison fields, bootstrap ratio
+    found: list[tuple[dict, Ratio | None, Sequence[float], Sequence[float]]] = []  # Comparison fields, bootstrap ratio
     for spec in claim.slower:
         slow_problem, slow_op, slow_variant = Claim.side(spec)
         contexts: dict[tuple, dict[str, tuple[Measurement, Measurement]]] = defaultdict(dict)
@@ -191,22 +192,22 @@ def evaluate(index: Index, claim: Claim, boot: Bootstrap) -> Finding:
             if claim.grows and len(ordered) < 2:
                 continue
             fast, slow = by_size[ordered[-1]]
-            ratio = boot.ratio(sample_key(fast), fast.timing, sample_key(slow), slow.timing)
-            point = slow.timing.median / fast.timing.median
+            ratio = boot.ratio(sample_key(fast), fast.measured, sample_key(slow), slow.measured)
+            point = slow.measured.median / fast.measured.median
             if claim.grows:
                 f0, s0 = by_size[ordered[0]]
-                r0 = boot.ratio(sample_key(f0), f0.timing, sample_key(s0), s0.timing)
+                r0 = boot.ratio(sample_key(f0), f0.measured, sample_key(s0), s0.measured)
                 grew = 0
                 if ratio is not None and r0 is not None:
                     grew = 1 if ratio.low > r0.high else -1 if ratio.high < r0.low else 0
-                fields = dict(size=f"{ordered[0]} to {ordered[-1]}", small_ratio=s0.timing.median / f0.timing.median,
-                              grew=grew)
+                fields: dict[str, Any] = dict(size=f"{ordered[0]} to {ordered[-1]}", grew=grew,
+                                              small_ratio=s0.measured.median / f0.measured.median)
             else:
-                first = slow.timing.first_call / fast.timing.first_call if claim.first_call and \
-                    fast.timing.first_call else None
+                first = slow.measured.first_call / fast.measured.first_call if claim.first_call and \
+                    fast.measured.first_call else None
                 fields = dict(size=ordered[-1], first_call_ratio=first)
-            found.append((dict(context=label, slower=spec, ratio=point, **fields), ratio, fast.timing.samples,
-                          slow.timing.samples))
+            found.append((dict(context=label, slower=spec, ratio=point, **fields), ratio, fast.measured.samples,
+                          slow.measured.samples))
     tests = judge([(r, a, b) for _, r, a, b in found])
     comparisons = tuple(Comparison(difference=d, **fields) for (fields, *_), d in zip(found, tests))
     return Finding(claim, comparisons)
@@ -220,8 +221,15 @@ class ParallelFinding:
     series: tuple[across_devices.DeviceSeries, ...]  # at the largest size of each, with an efficiency at its most D
 
     @staticmethod
-    def agrees(s: across_devices.DeviceSeries) -> int:
+    def speedup(s: across_devices.DeviceSeries) -> Ratio:
+        """The speed-up at the series' most devices, which every series kept here has (`evaluate_parallel`)."""
         speedup = s.most.speedup
+        assert speedup is not None, "ParallelFinding keeps only series with a speed-up at their most devices"
+        return speedup
+
+    @staticmethod
+    def agrees(s: across_devices.DeviceSeries) -> int:
+        speedup = ParallelFinding.speedup(s)
         return 1 if speedup.low > 1 else -1 if speedup.high < 1 else 0
 
     @property
@@ -244,11 +252,13 @@ class ParallelFinding:
                    f"{problem} --operator {operator} --devices 1,2,4"
         items = []
         for s in self.series:
-            efficiency, low, high = s.most.efficiency
+            bounds = s.most.efficiency
+            assert bounds is not None, "ParallelFinding keeps only series with an efficiency at their most devices"
+            efficiency, low, high = bounds
             mark = {1: "", 0: ", not significant", -1: ", slower than 1 device"}[self.agrees(s)]
             device = f"{s.most.devices} emulated {s.first.cell.device}" if s.emulated \
                 else f"{s.most.devices} {s.first.cell.device}"
-            items.append(f"{_times(s.most.speedup.ratio)} on {device} devices, efficiency {efficiency:.2f} "
+            items.append(f"{_times(self.speedup(s).ratio)} on {device} devices, efficiency {efficiency:.2f} "
                          f"[{low:.2f}–{high:.2f}] ({entry(s.first)} {s.first.cell.dtype} {s.first.cell.size}{mark})")
         text = f"{operator} speed-up T(1) ÷ T(D): " + ", ".join(items)
         emulated = list(dict.fromkeys(s.caveat for s in self.series if s.emulated))

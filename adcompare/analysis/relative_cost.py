@@ -17,13 +17,16 @@ BOUNDED_OPERATORS = ("grad", "vjp", "vmap_grad")  # reverse-mode scalar/co-vecto
 PLOTTED_OPERATORS = ("grad", "vjp", "jvp", "hvp", "vmap_grad")  # Jacobians and Hessians grow with dimension
 
 
-def ratios(measurements: Iterable[Measurement]) -> dict[tuple[str, str], float]:
+RelativeCosts = dict[tuple[str, str], float]  # Measurement.merge_key → J/O, as `ratios` gives them
+
+
+def ratios(measurements: Iterable[Measurement]) -> RelativeCosts:
     """(machine, cell key) → J/O for every timed derivative whose value twin was timed too."""
     measurements = [m for m in measurements if timed(m)]
-    value = {m.merge_key: m.timing.median for m in measurements if m.cell.operator == "value"}
-    out = {}
+    value = {m.merge_key: m.measured.median for m in measurements if m.cell.operator == "value"}
+    out: RelativeCosts = {}
     for m in measurements:
         base = value.get(m.twin_key(operator="value"))
         if m.cell.operator != "value" and base:
-            out[m.merge_key] = m.timing.median / base
+            out[m.merge_key] = m.measured.median / base
     return out

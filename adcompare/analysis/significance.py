@@ -110,6 +110,6 @@ def judge(pairs: Sequence[tuple[Ratio | None, Sequence[float], Sequence[float]]]
     """Differences for one family of comparisons (ratio, reference samples, other samples), Holm-corrected together."""
     raw: list[float | None] = [rank_p(a, b) if r is not None and len(a) >= 2 and len(b) >= 2 else None
                                for r, a, b in pairs]
-    tested = [i for i, p in enumerate(raw) if p is not None]
-    adjusted = dict(zip(tested, holm([raw[i] for i in tested])))
+    tested = {i: p for i, p in enumerate(raw) if p is not None}
+    adjusted = dict(zip(tested, holm(list(tested.values()))))
     return [Difference(r, raw[i], adjusted.get(i), threshold) for i, (r, _, _) in enumerate(pairs)]

@@ -58,8 +58,9 @@ def axis(labels: Iterable[str]) -> Axis:
     if not labels or any(d is None for d in parsed.values()) or len(names) != 1:
         return Axis("size #", (), {label: float(i + 1) for i, label in enumerate(labels)})
     dim_names = next(iter(names))
-    values = {k: sorted({parsed[label][k] for label in labels}) for k in dim_names}
+    dims = {label: d for label, d in parsed.items() if d is not None}  # every label parsed (checked above)
+    values = {k: sorted({dims[label][k] for label in labels}) for k in dim_names}
     varying = max(dim_names, key=lambda k: (len(values[k]), -dim_names.index(k)))
     fixed = tuple((k, values[k][-1]) for k in dim_names if k != varying)  # largest: where differences show
-    x = {label: float(d[varying]) for label, d in parsed.items() if all(d[k] == v for k, v in fixed)}
+    x = {label: float(d[varying]) for label, d in dims.items() if all(d[k] == v for k, v in fixed)}
     return Axis(varying, fixed, x)

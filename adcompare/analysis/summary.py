@@ -100,12 +100,12 @@ def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list
         groups[m.ranking].append(m)
     verdicts: dict[str, list[Verdict]] = defaultdict(list)
     for members in groups.values():
-        ranked = sorted((m for m in members if timed(m)), key=lambda m: (m.timing.median, entry(m)))
+        ranked = sorted((m for m in members if timed(m)), key=lambda m: (m.measured.median, entry(m)))
         if not ranked:
             continue
         best = ranked[0]
-        ratios = [bootstrap.ratio(sample_key(best), best.timing, sample_key(m), m.timing) for m in ranked[1:]]
-        tests = judge([(r, best.timing.samples, m.timing.samples) for r, m in zip(ratios, ranked[1:])])
+        ratios = [bootstrap.ratio(sample_key(best), best.measured, sample_key(m), m.measured) for m in ranked[1:]]
+        tests = judge([(r, best.measured.samples, m.measured.samples) for r, m in zip(ratios, ranked[1:])])
         rivals = tuple(Rival(m, r, d) for m, r, d in zip(ranked[1:], ratios, tests))
         others = tuple(sorted((m for m in members if not timed(m)), key=entry))
         c = best.cell
@@ -118,6 +118,7 @@ def summarize(measurements: Iterable[Measurement], bootstrap: Bootstrap) -> list
                                                           v.environment, sizes.sort_key(v.size)))
         largest: dict[tuple[str, ...], Verdict] = {}
         for v in rows:  # sorted by size within an operator: the last one seen is the largest
-            largest[(v.machine, *v.fastest.cell.twin(size="").ranking)] = v
+            ranking = (v.machine, *v.fastest.cell.twin(size="").ranking)
+            largest[ranking] = v
         out.append(ProblemSummary(problem, tuple(largest.values()), tuple(rows)))
     return out

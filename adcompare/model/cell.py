@@ -11,6 +11,7 @@ can forget a field; Measurement adds the machine (measurement.py).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 FIELDS = ("problem", "size", "operator", "adapter", "variant", "device", "dtype")
 CURRENT = "current"  # the environment of the interpreter adcompare itself runs in
@@ -112,7 +113,8 @@ class Cell:
         unknown = set(fields) - {*FIELDS, "environment", "devices"}
         if unknown:
             raise TypeError(f"Cell.twin: no field {', '.join(sorted(unknown))}; fields are {', '.join(FIELDS)}")
-        return replace(self, **fields)
+        changes: dict[str, Any] = fields  # names checked above; values as the caller gives them
+        return replace(self, **changes)
 
 
     @property
@@ -132,5 +134,5 @@ class Cell:
     @classmethod
     def from_json(cls, data: dict) -> "Cell":
         """Records written before device counts have none: they read as devices = 1 (the upgrade path)."""
-        return cls(*(str(data[f]) for f in FIELDS), environment=str(data.get("environment") or CURRENT),
-                   devices=int(data.get("devices") or 1))
+        named: dict[str, Any] = {f: str(data[f]) for f in FIELDS}
+        return cls(**named, environment=str(data.get("environment") or CURRENT), devices=int(data.get("devices") or 1))

@@ -100,7 +100,8 @@ class Timing:
     @property
     def up_front(self) -> float:
         """Seconds paid before the steady state: the first call, and the compile where it was paid apart."""
-        return self.first_call + (self.compile if self.compile_ahead_of_time else 0.0)
+        paid_apart = self.compile if self.compile is not None and self.compile_ahead_of_time else 0.0
+        return self.first_call + paid_apart
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -174,6 +175,12 @@ class Measurement:
             object.__setattr__(self, "compiles", declared_compiles(self.cell))
 
     @property
+    def measured(self) -> Timing:
+        """`timing`, for a caller that knows the cell was timed (it kept only timed cells): fails loudly otherwise."""
+        assert self.timing is not None, f"{self.cell.id} ({self.status.value}) has no timing"
+        return self.timing
+
+    @property
     def compiled(self) -> bool:
         """Whether the cell ran compiled code (then `compiles` names its eager twin's variant)."""
         return bool(self.compiles)
@@ -193,7 +200,7 @@ class Measurement:
         """`Cell.ranking` on this machine: the cells whose times the summary ranks against each other."""
         return (self.machine, *self.cell.ranking)
 
-    def twin_key(self, **fields: str) -> tuple[str, str]:
+    def twin_key(self, **fields: str | int) -> tuple[str, str]:
         """The `merge_key` of `Cell.twin(**fields)` on the same machine: what to look a twin up by, e.g. a
         compiled cell's eager twin `m.twin_key(variant=m.compiles)` or a derivative's `twin_key(operator="value")`."""
         return (self.machine, self.cell.twin(**fields).key)

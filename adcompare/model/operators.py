@@ -103,11 +103,12 @@ def expected_shape(operator: str, *, wrt_shape: tuple[int, ...], out_shape: tupl
                    ) -> tuple[int, ...]:
     """The shape `operator`'s result must have."""
     s = spec(operator)
-    if operator == "pmap_value":
-        return (batch_size, *tuple(example_out_shape or ()))
     if operator == "pmap_grad":
         return wrt_shape
-    if s.per_example:
+    if operator == "pmap_value" or s.per_example:
+        assert batch_size is not None, f"{operator}: the result's shape depends on batch_size; pass it"
+        if operator == "pmap_value":
+            return (batch_size, *tuple(example_out_shape or ()))
         tail = () if s.scalar_output else tuple(example_out_shape or ())
         return (batch_size, *tail, *wrt_shape)
     return {

@@ -120,17 +120,17 @@ class Problem:
 
         The free arguments are positional because JAX's and torch.func's vmap treat keywords differently.
         """
-        fn, wrt, batch = self.function, self.wrt, self.batch
+        fn, wrt = self.function, self.wrt
         positional = _positional_only(fn)
-        per_example = batch is not None and batch not in constants
-        free = (wrt, batch) if per_example else (wrt,)
+        batch = self.batch if self.batch is not None and self.batch not in constants else None  # left free
+        free = (wrt,) if batch is None else (wrt, batch)
         # Constants are split into positional and keyword arguments once, here, not on every call: the call sits
         # inside every timed region.
         kwargs = {k: v for k, v in constants.items() if k not in positional}
         kwargs["xp"] = xp
         if tuple(positional) == free[: len(positional)] and not set(positional) & set(constants):
             keywords = free[len(positional):]
-            if per_example:
+            if batch is not None:
                 if keywords:
                     return lambda w, example: fn(w, **{batch: example}, **kwargs)
                 return lambda w, example: fn(w, example, **kwargs)
@@ -140,7 +140,7 @@ class Problem:
             args = [values.pop(name) for name in positional]
             return fn(*args, **values, xp=xp)
 
-        if per_example:
+        if batch is not None:
             return lambda w, example: call({wrt: w, batch: example, **constants})
         return lambda w: call({wrt: w, **constants})
 

@@ -45,14 +45,14 @@ def chart(palette: Palette, title: str, members: Sequence[DeviceSeries]) -> Char
     """Time per step against D, one panel per operator · size, one line per adapter · variant; x is log₂ D."""
     panels: dict[tuple[str, str], list[Series]] = {}
     for s in members:
-        points = [(math.log2(st.devices), st.measurement.timing.median,
-                   f"{entry(st.measurement)} D = {st.devices}: {seconds(st.measurement.timing.median)}")
+        points = [(math.log2(st.devices), st.measurement.measured.median,
+                   f"{entry(st.measurement)} D = {st.devices}: {seconds(st.measurement.measured.median)}")
                   for st in s.steps if timed(st.measurement)]
         if len(points) < 2:
             continue
-        band = [(math.log2(st.devices), max(st.measurement.timing.median - st.measurement.timing.iqr / 2,
-                                            st.measurement.timing.min),
-                 st.measurement.timing.median + st.measurement.timing.iqr / 2)
+        band = [(math.log2(st.devices), max(st.measurement.measured.median - st.measurement.measured.iqr / 2,
+                                            st.measurement.measured.min),
+                 st.measurement.measured.median + st.measurement.measured.iqr / 2)
                 for st in s.steps if timed(st.measurement)]
         c = s.first.cell
         panels.setdefault((c.operator, c.size), []).append(
@@ -61,7 +61,8 @@ def chart(palette: Palette, title: str, members: Sequence[DeviceSeries]) -> Char
         return None
     counts = sorted({st.devices for s in members for st in s.steps})
     categories = [(math.log2(d), str(d)) for d in counts]
-    out, legend = [], {}
+    out: list[Panel] = []
+    legend: dict[str, LegendItem] = {}
     for (operator, size), lines in sorted(panels.items(), key=lambda kv: (operator_order(kv[0][0]),
                                                                           sort_key(kv[0][1]))):
         out.append(Panel(f"{operator} {size}", lines, xlabel="devices D", ylabel="seconds per step",

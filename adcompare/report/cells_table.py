@@ -16,6 +16,7 @@ from typing import Any
 
 from adcompare.analysis import sizes
 from adcompare.analysis.compile_cost import compile_seconds
+from adcompare.analysis.relative_cost import RelativeCosts
 from adcompare.analysis.summary import operator_order
 from adcompare.model.cell import FIELDS, Cell
 from adcompare.model.measurement import Measurement
@@ -31,26 +32,30 @@ def _num(value: float | int | None, digits: int = 4) -> str:
 @dataclass(frozen=True)
 class Column:
     name: str
-    get: Callable[[Measurement, dict[str, float]], Any]
+    get: Callable[[Measurement, RelativeCosts], Any]
     kind: str = "text"  # text | seconds | number | ratio | error — how the page formats and sorts it
     shown: bool = True  # in the page's table; every column is in the CSV
     shown_when_filled: bool = False  # shown after all when any row has a value (device memory: only GPU cells do)
 
-    def value(self, m: Measurement, jo: dict[str, float]) -> str:
+    def value(self, m: Measurement, jo: RelativeCosts) -> str:
         v = self.get(m, jo)
         return v if isinstance(v, str) else _num(v, 3 if self.kind == "error" else 4)
 
 
-def _t(attr: str) -> Callable[[Measurement, dict[str, float]], Any]:
+def _t(attr: str) -> Callable[[Measurement, RelativeCosts], Any]:
     return lambda m, jo: getattr(m.timing, attr) if m.timing else None
 
 
-def _c(attr: str) -> Callable[[Measurement, dict[str, float]], Any]:
+def _cell_field(name: str) -> Callable[[Measurement, RelativeCosts], Any]:
+    return lambda m, jo: getattr(m.cell, name)
+
+
+def _c(attr: str) -> Callable[[Measurement, RelativeCosts], Any]:
     return lambda m, jo: getattr(m.check, attr) if m.check else None
 
 
 COLUMNS: tuple[Column, ...] = (
-    *(Column(f, lambda m, jo, f=f: getattr(m.cell, f)) for f in FIELDS),
+    *(Column(f, _cell_field(f)) for f in FIELDS),
     Column("status", lambda m, jo: m.status.value),
     Column("support", lambda m, jo: m.support.value if m.support else ""),
     Column("median_s", _t("median"), "seconds"),
@@ -91,7 +96,7 @@ def ordered(measurements: Iterable[Measurement]) -> list[Measurement]:
                                                m.cell.device, m.cell.dtype, m.cell.environment))
 
 
-def rows(measurements: Sequence[Measurement], jo: dict[str, float],
+def rows(measurements: Sequence[Measurement], jo: RelativeCosts,
          columns: Sequence[Column] = COLUMNS) -> list[list[str]]:
     return [[c.value(m, jo) for c in columns] for m in measurements]
 
@@ -106,7 +111,8 @@ def to_csv(table: list[list[str]], columns: Sequence[Column] = COLUMNS) -> str:
 
 def selector_template() -> str:
     """Cell.selector with {field} holes, so the page need not carry ~110 bytes of selector per row."""
-    return Cell(**{f: "\0" + f + "\0" for f in FIELDS}).selector
+    holes: dict[str, Any] = {f: "\0" + f + "\0" for f in FIELDS}
+    return Cell(**holes).selector
 
 
 def fill(template: str, row: list[str]) -> str:

@@ -32,7 +32,7 @@ def _row(pair: EnvironmentPair, seconds: Callable[[float | None], str]) -> Marku
              f"{c.cell.environment} ({_versions(after)})", seconds(t.baseline) if t else b.status.value,
              seconds(t.candidate) if t else c.status.value, ratio, interval, pair.verdict, values]
     styles = {7: {"faster": "grade-good", "slower": "grade-bad"}.get(pair.verdict, ""),
-              8: {True: "grade-good", False: "grade-bad"}.get(agree, "")}
+              8: "" if agree is None else {True: "grade-good", False: "grade-bad"}[agree]}
     return Markup("<tr>{}</tr>").format(Markup("").join(
         Markup('<td class="{}">{}</td>').format(styles.get(i, ""), v) for i, v in enumerate(cells)))
 

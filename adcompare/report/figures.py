@@ -55,8 +55,8 @@ def _lines(palette: Palette, cells: Iterable[Measurement], x: Callable[[Measurem
         points = [(x(m), y(m), hover(m)) for m in ms]
         # IQR-wide band around the median, floored at the fastest sample: a noisy cell's median − IQR/2 can be
         # negative, which would force the whole log axis linear.
-        spread = [(x(m), max(m.timing.median - m.timing.iqr / 2, m.timing.min), m.timing.median + m.timing.iqr / 2)
-                  for m in ms] if band else []
+        spread = [(x(m), max(t.median - t.iqr / 2, t.min), t.median + t.iqr / 2)
+                  for m in ms for t in [m.measured]] if band else []
         out.append(Series(label, style(palette, ms[0]), points, spread))
     return out
 
@@ -83,8 +83,8 @@ def scaling(palette: Palette, title: str, cells: list[Measurement]) -> Chart | N
         return None  # one size is not a scaling curve; the summary and the table have it
     panels, every = [], []
     for op in sorted(by_op, key=operator_order):
-        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: m.timing.median,
-                        lambda m: f"{entry(m)} {m.cell.size} {seconds(m.timing.median)}", band=True)
+        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: m.measured.median,
+                        lambda m: f"{entry(m)} {m.cell.size} {seconds(m.measured.median)}", band=True)
         every += series
         panels.append(Panel(op, series, ylabel="seconds per call", yformat=seconds, **_x_axis(axis)))
     return Chart(_title(title, axis), panels, _legend(every), columns=4)
@@ -106,10 +106,9 @@ def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims
         for m in index.values():
             problem, size = m.cell.problem, m.cell.size
             other = index.get(m.twin_key(operator=rev)) if m.cell.operator == fwd else None
-            d = dims.of(m) if other is not None else None
-            if d is None:
+            if other is None or (d := dims.of(m)) is None:
                 continue
-            ratio = m.timing.median / other.timing.median
+            ratio = m.measured.median / other.measured.median
             hover = f"{entry(m)} {problem} {size}: {d[0]} in, {d[1]} out, ×{ratio:.3g}"
             groups[(name(m), problem)].append((d[0] / d[1], ratio, hover, m))
         if groups:
@@ -132,7 +131,7 @@ def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims
     return Chart(title, panels, legend, columns=2)
 
 
-def relative(palette: Palette, title: str, cells: list[Measurement], jo: dict[str, float]) -> Chart | None:
+def relative(palette: Palette, title: str, cells: list[Measurement], jo: relative_cost.RelativeCosts) -> Chart | None:
     """J/O against size, one panel per cheap operator, with the cheap-gradient band where it applies."""
     axis = sizes.axis(m.cell.size for m in cells)
     by_op: dict[str, list[Measurement]] = defaultdict(list)
@@ -166,9 +165,9 @@ def compile_scatter(palette: Palette, title: str, items: list[CompileCost]) -> C
     for label in sorted(groups):
         ks = groups[label]
         base = style(palette, ks[0].compiled)
-        points = [(k.compiled.timing.median, k.compile,
+        points = [(k.compiled.measured.median, compiling,
                    f"{k.compiled.cell.problem} {k.compiled.cell.size} {k.compiled.cell.operator}: "
-                   f"{seconds(k.compile)}") for k in ks]
+                   f"{seconds(compiling)}") for k in ks if (compiling := k.compile) is not None]  # all, see above
         series.append(Series(label, replace(base, line=False), points))
     panel = Panel("compile time vs steady-state time (largest size of each cell)", series,
                   xlabel="steady-state seconds per call", ylabel="compile seconds", xformat=seconds,

@@ -110,9 +110,9 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
     fastest: dict[tuple[str, str], Measurement] = {}
     for m in chosen:
         key = (m.cell.problem, m.cell.operator)
-        if timed(m) and (key not in fastest or m.timing.median < fastest[key].timing.median):
+        if timed(m) and (key not in fastest or m.measured.median < fastest[key].measured.median):
             fastest[key] = m
-    ratios = [m.timing.median / fastest[(m.cell.problem, m.cell.operator)].timing.median
+    ratios = [m.measured.median / fastest[(m.cell.problem, m.cell.operator)].measured.median
               for m in chosen if timed(m)]
     top = 10 ** max(1, math.ceil(math.log10(max(ratios, default=10))))
     if len(rows) * len(columns) > MAX_TILES:
@@ -133,14 +133,15 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
             tile = Tile(text, fill, f"{where}: {why}", link)
         else:
             best = fastest[(c.problem, c.operator)]
-            ratio = m.timing.median / best.timing.median
+            ratio = m.measured.median / best.measured.median
             interval = ""
-            if m is not best and (r := boot.ratio(sample_key(best), best.timing, sample_key(m), m.timing)) is not None:
+            r = boot.ratio(sample_key(best), best.measured, sample_key(m), m.measured) if m is not best else None
+            if r is not None:
                 interval = f" [{r.low:.2f}–{r.high:.2f}]"
             what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
             emulated = m.support is Support.EMULATED
             tile = Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
-                        f"{where}: {what}; median {seconds(m.timing.median)}" + (" (emulated)" if emulated else ""),
+                        f"{where}: {what}; median {seconds(m.measured.median)}" + (" (emulated)" if emulated else ""),
                         link, emulated)
         tiles[(row_index[(c.problem, c.operator)], col_index[entry(m)])] = tile
     return Heatmap(title, labels, columns, tiles, top, aggregated=False)
@@ -156,7 +157,7 @@ def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, .
         groups[(row_index[m.cell.problem], col_index[entry(m)])].append(m)
     tiles = {}
     for (i, j), members in groups.items():
-        logs = [math.log(m.timing.median / fastest[(m.cell.problem, m.cell.operator)].timing.median)
+        logs = [math.log(m.measured.median / fastest[(m.cell.problem, m.cell.operator)].measured.median)
                 for m in members if timed(m)]
         bad = sum(1 for m in members if not timed(m))
         c = members[0].cell
@@ -164,7 +165,8 @@ def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, .
                        machine=machine and members[0].machine)
         where = f"{c.problem} — {columns[j]}"
         if not logs:
-            glyphs = {_glyph(m)[:2] for m in members}  # one kind (all unsupported, say) keeps its glyph
+            # every member is untimed here, so each has a glyph; one kind (all unsupported, say) keeps its glyph
+            glyphs = {glyph[:2] for m in members if (glyph := _glyph(m)) is not None}
             text, fill = glyphs.pop() if len(glyphs) == 1 else ("✗", "#f4b6b6")
             tiles[(i, j)] = Tile(text, fill, f"{where}: no operator timed ({bad} cells: "
                                  f"{', '.join(sorted({m.status.value for m in members}))})", link)

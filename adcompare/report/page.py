@@ -11,7 +11,7 @@ import datetime
 import math
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -126,9 +126,10 @@ def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
     }
 
 
-def _per_hardware(ms: Sequence[Measurement], machine_label) -> dict[tuple[str, str], list[Measurement]]:
+def _per_hardware(ms: Sequence[Measurement], machine_label: Callable[[Measurement], str]
+                  ) -> dict[tuple[str, str, str], list[Measurement]]:
     """Cells that may be ranked against each other: one device and dtype on one machine fingerprint."""
-    out: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    out: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
     for m in ms:
         out[(machine_label(m), m.cell.device, m.cell.dtype)].append(m)
     return dict(sorted(out.items()))

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from matplotlib.backends.backend_pdf import PdfPages
@@ -26,9 +27,11 @@ from adcompare.report.heatmap import VIRIDIS, Heatmap, decade
 from adcompare.report.svgchart import Chart, Panel
 
 MARKERS = {"circle": "o", "square": "s", "diamond": "D", "triangle": "^", "down": "v", "cross": "x", "plus": "+"}
-STYLE = {"pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8,
-         "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.linewidth": 0.6,
-         "lines.linewidth": 1.2, "lines.markersize": 3.5, "savefig.dpi": 200, "font.family": "DejaVu Sans"}
+# Keys typed Any: matplotlib's stubs type rc keys as a Literal of every rcParams name, which a dict of str is not.
+STYLE: dict[Any, Any] = {
+    "pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8,
+    "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.linewidth": 0.6,
+    "lines.linewidth": 1.2, "lines.markersize": 3.5, "savefig.dpi": 200, "font.family": "DejaVu Sans"}
 INCH = 96.0  # page pixels per inch: a figure keeps the page's proportions
 
 

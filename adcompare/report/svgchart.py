@@ -216,9 +216,9 @@ def _panel(p: Panel, ox: float, oy: float, w: float, h: float) -> list[str]:
     for s in p.series:
         colour = esc(s.style.colour)
         if s.band and len(s.band) > 1:
-            top = " ".join(f"{_f(sx(x))} {_f(sy(hi))}" for x, _, hi in s.band)
-            bottom = " ".join(f"{_f(sx(x))} {_f(sy(max(lo, sy.lo)))}" for x, lo, _ in reversed(s.band))
-            out.append(f'<path d="M{top} L{bottom}z" fill="{colour}" fill-opacity="0.13"/>')
+            upper = " ".join(f"{_f(sx(x))} {_f(sy(hi))}" for x, _, hi in s.band)
+            lower = " ".join(f"{_f(sx(x))} {_f(sy(max(lo, sy.lo)))}" for x, lo, _ in reversed(s.band))
+            out.append(f'<path d="M{upper} L{lower}z" fill="{colour}" fill-opacity="0.13"/>')
         if s.style.line and len(s.points) > 1:
             d = " ".join(f"{_f(sx(x))} {_f(sy(y))}" for x, y, _ in s.points)
             dash = f' stroke-dasharray="{s.style.dash}"' if s.style.dash else ""

@@ -42,6 +42,7 @@ def benchmark_cell(cell: Cell, benchmark, plugin_specs: tuple[str, ...] = ()) ->
         raise called.error  # prepare or the first call raised: its own traceback says most
     if called.check is None:  # a wrong shape or a NaN: nothing worth timing
         pytest.fail(f"{cell.id}: {called.status.value}: {called.message}")
+    assert called.prepared is not None, "a checked cell was prepared"
     run, sync = called.prepared.run, adapter.sync
     benchmark(lambda: sync(run()))
     assert called.status is Status.OK, f"{cell.id}: {called.status.value} ({called.message})"

@@ -12,6 +12,7 @@ import gc
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -91,8 +92,9 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     want = tuple(expected_shape(cell.operator, wrt_shape=inputs.wrt.shape, out_shape=out_shape,
                                 example_out_shape=ex_shape,
                                 batch_size=None if inputs.batch is None else inputs.batch.shape[0]))
-    base = dict(size=size, inputs=inputs, expected_shape=want)
+    verdict = partial(FirstCall, size=size, inputs=inputs, expected_shape=want)
     stage = "prepare"
+    prepared: Prepared | None = None
     try:
         prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs,
                                            devices=cell.devices))
@@ -106,37 +108,37 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     except UnsupportedOperation as exc:
         if stage != "prepare":
             raise
-        return FirstCall(**base, status=Status.UNSUPPORTED, message=str(exc), error=exc)
+        return verdict(status=Status.UNSUPPORTED, message=str(exc), error=exc)
     except Exception as exc:
         if stage != "prepare":
             release(prepared)
-        return FirstCall(**base, status=Status.FAILED, message=f"{stage}: {describe_exception(exc)}", error=exc)
+        return verdict(status=Status.FAILED, message=f"{stage}: {describe_exception(exc)}", error=exc)
 
     # Input and output sizes (per example for per-example operators) let the report place forward against
     # reverse mode without the problem installed.
     details.update(size.provenance())  # the input file and its sha256, or the seed
     details["wrt_size"] = int(inputs.wrt.size)
     details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
-    called = {**base, "prepared": prepared, "output": output, "result": result, "seconds": seconds, "details": details}
+    called = partial(verdict, prepared=prepared, output=output, result=result, seconds=seconds, details=details)
     if tuple(result.shape) != want:
-        return FirstCall(**called, status=Status.FAILED,
-                         message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
-                                 f"expected {want}")
+        return called(status=Status.FAILED,
+                      message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
+                              f"expected {want}")
     if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
-        return FirstCall(**called, status=Status.NAN, message="result contains NaN or Inf")
+        return called(status=Status.NAN, message="result contains NaN or Inf")
     if not check:
-        return FirstCall(**called, status=Status.OK)
+        return called(status=Status.OK)
     try:
         checked = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
     except ReferenceError as exc:
-        return FirstCall(**called, status=Status.FAILED, message=f"reference: {exc}")
+        return called(status=Status.FAILED, message=f"reference: {exc}")
     status = status_of(checked)
-    return FirstCall(**called, status=status, message=describe(checked) if status is not Status.OK else "",
-                     check=checked)
+    return called(status=status, message=describe(checked) if status is not Status.OK else "", check=checked)
 
 
 def run_once(adapter: Adapter, problem: Problem, operator: str, dtype: str, *, variant: str = "eager",
-             device: str = "cpu", inputs: CellInputs | None = None, size: Size | None = None):
+             device: str = "cpu", inputs: CellInputs | None = None, size: Size | None = None
+             ) -> tuple[Prepared, Any, CellInputs, Size]:
     """Prepare and run one cell once in this process, synced: (prepared, NumPy result, inputs, size).
 
     For adapter tests, which compare the result themselves: an exception from prepare or the call is raised, and
@@ -147,6 +149,7 @@ def run_once(adapter: Adapter, problem: Problem, operator: str, dtype: str, *, v
     called = first_call(adapter, problem, cell, size=size, inputs=inputs, check=False)
     if called.error is not None:
         raise called.error
+    assert called.prepared is not None, "first_call returns a prepared cell whenever prepare raised nothing"
     return called.prepared, called.output, called.inputs, called.size
 
 
@@ -166,9 +169,10 @@ def algorithm_of(algorithm: str, cell: Cell) -> str:
 def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionOptions = ExecutionOptions()
              ) -> Measurement:
     capability = adapter.capability(cell.operator, cell.variant)
-    base = dict(cell=cell, support=capability.support.value, algorithm=algorithm_of(capability.algorithm, cell))
+    measurement = partial(Measurement, cell=cell, support=capability.support,
+                          algorithm=algorithm_of(capability.algorithm, cell))
     if not capability.supported:
-        return Measurement(status=Status.UNSUPPORTED, message=capability.reason, **base)
+        return measurement(status=Status.UNSUPPORTED, message=capability.reason)
     size = problem.size(cell.size)
     inputs = cell_inputs(problem, size, cell.operator, cell.dtype)
     gc.collect()
@@ -176,12 +180,14 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     adapter.reset_peak_device_memory(cell.device)
     called = first_call(adapter, problem, cell, size=size, inputs=inputs)
     if not called.called:
-        return Measurement(status=called.status, message=called.message, **base)
+        return measurement(status=called.status, message=called.message)
+    assert called.details is not None, "first_call records details whenever prepare and the first call returned"
     details = dict(called.details)
     if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed
         release(called.prepared)
-        return Measurement(status=called.status, message=called.message, details=details, **base)
+        return measurement(status=called.status, message=called.message, details=details)
     check, status, prepared, first = called.check, called.status, called.prepared, called.seconds
+    assert prepared is not None and first is not None, "a checked cell was prepared and called once"
     measured = None
     if options.time:
         try:
@@ -189,11 +195,11 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
                                       policy=options.policy)
         except Exception as exc:
             release(prepared)
-            return Measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,
-                               details=details, **base)
+            return measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,
+                               details=details)
     else:
         details["first_call_seconds"] = first  # check mode: one call is not a timing, so no Timing record
     release(prepared)
-    return Measurement(status=status, message=called.message, timing=measured, check=check,
+    return measurement(status=status, message=called.message, timing=measured, check=check,
                        host_peak_bytes=memory.host_peak_bytes(),
-                       device_peak_bytes=adapter.peak_device_memory(cell.device), details=details, **base)
+                       device_peak_bytes=adapter.peak_device_memory(cell.device), details=details)

@@ -41,7 +41,7 @@ def merge_rounds(rounds: Sequence[Measurement]) -> Measurement:
         if m.status.is_failure:  # a cell that fails in any round is not a cell that works
             return replace(m, message=f"round {number} of {total}: {m.message}")
     ok = [m for m in rounds if timed(m)]  # a round skipped for the time budget is left out, and counted
-    timings = [m.timing for m in ok]
+    timings = [m.measured for m in ok]
     t0 = timings[0]
     timing = Timing(samples=tuple(s for t in timings for s in t.samples), number=t0.number,
                     first_call=t0.first_call, compile=t0.compile, compile_method=t0.compile_method,

@@ -1,7 +1,8 @@
 """The parent's handle on a worker process: start it, send cells, read records, survive its death.
 
-The messages are protocol.py's. A worker that dies mid-cell yields a `crashed` record naming the signal; one that runs past the cell's timeout is
-killed and yields `timeout`. Either way the next `run` starts a fresh worker, so one bad cell costs one cell.
+The messages are protocol.py's. A worker that dies mid-cell yields a `crashed` record naming the signal; one that
+runs past the cell's timeout is killed and yields `timeout`. Either way the next `run` starts a fresh worker, so
+one bad cell costs one cell.
 """
 from __future__ import annotations
 
@@ -122,16 +123,18 @@ class WorkerProcess:
     def _read(self, timeout: float | None) -> dict[str, Any] | None:
         """The next record, or None on EOF (the worker died: `_eof` is set) or on timeout (it is still running)."""
         self._eof = False
+        reader = self._reader
+        assert reader is not None, "records are read only from a started worker"
         deadline = None if timeout is None else time.monotonic() + timeout
         with selectors.DefaultSelector() as sel:
-            sel.register(self._reader, selectors.EVENT_READ)
+            sel.register(reader, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return None
                 if not sel.select(left):
                     return None
-                chunk = os.read(self._reader, 1 << 16)
+                chunk = os.read(reader, 1 << 16)
                 if not chunk:
                     self._eof = True  # the pipe closes before the dying process can be reaped
                     return None
@@ -160,6 +163,7 @@ class WorkerProcess:
             policy: TimingPolicy = TimingPolicy()) -> Measurement:
         if not self.alive:
             self.start()
+        assert self._proc is not None and self._proc.stdin is not None, "start() leaves a worker with a stdin pipe"
         try:
             self._proc.stdin.write(line(Request(cell, time_it, policy)).encode())
             self._proc.stdin.flush()
@@ -191,7 +195,8 @@ class WorkerProcess:
         if self._proc is not None:
             if self._proc.poll() is None:
                 try:
-                    self._proc.stdin.close()
+                    if self._proc.stdin is not None:  # always a pipe (start)
+                        self._proc.stdin.close()
                     self._proc.wait(timeout=10)
                 except (OSError, subprocess.TimeoutExpired):
                     self._proc.kill()

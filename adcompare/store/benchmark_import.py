@@ -42,7 +42,8 @@ def load_benchmark_json(path: Path) -> tuple[dict[str, Any], list[Measurement]]:
         if missing:
             raise ResultsFileError(
                 f"{str(path)!r}: benchmark {bench.get('fullname', bench.get('name'))!r} lacks adcompare extra_info "
-                f"{missing}; only benchmarks from adcompare's pytest plugin (benchmarks/test_matrix.py) can be reported")
+                f"{missing}; only benchmarks from adcompare's pytest plugin (benchmarks/test_matrix.py) can be "
+                "reported")
         stats = bench["stats"]
         raw = stats.get("data")
         details = {"source": "pytest-benchmark", "rounds": stats.get("rounds"), "iterations": stats.get("iterations")}

@@ -8,6 +8,7 @@ naming the file, the line and the field (exit 2), as it does for impossible time
 from __future__ import annotations
 
 from dataclasses import MISSING, fields
+from enum import Enum
 from typing import Any
 
 from adcompare.model.cell import FIELDS
@@ -22,7 +23,7 @@ def _required(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING)
 
 
-def _choices(enum: type) -> str:
+def _choices(enum: type[Enum]) -> str:
     return ", ".join(repr(e.value) for e in enum)
 
 

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,7 @@ def check_pins(specs: Sequence[EnvironmentSpec], adapters: Iterable[Adapter]) ->
                                         f"e.g. {spec.name}=\"{frameworks[0]}==VERSION\"")
 
 
-def in_environments(cells: Sequence[Cell], adapters: dict[str, Adapter], specs: Sequence[EnvironmentSpec],
+def in_environments(cells: Sequence[Cell], adapters: Mapping[str, Adapter], specs: Sequence[EnvironmentSpec],
                     selected: Sequence[str] = ()) -> list[Cell]:
     """Each planned cell once per environment that runs its adapter (`current` when none pins it), kept to the
     environments `selected` (`--environment`) when given."""

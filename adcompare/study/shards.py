@@ -52,7 +52,7 @@ def units(cells: Sequence[Cell], estimate: Estimate, n: int) -> list[Unit]:
         groups[c.worker_group].append(c)
     total = sum(estimate.group_seconds(g) for g in groups.values())
     cap = total / n / 2 if n > 1 else float("inf")
-    out = []
+    out: list[Unit] = []
     for key, group in sorted(groups.items()):
         name = "/".join(key)
         startup = estimate.startups.get(key, 0.0)

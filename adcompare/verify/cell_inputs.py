@@ -16,7 +16,10 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
     values = problem.inputs(size, dtype, seed)
     wrt = values.pop(problem.wrt)
     op = spec(operator)
-    batch = values.pop(problem.batch) if op.per_example else None
+    batch = None
+    if op.per_example:
+        assert problem.batch is not None, f"{operator} is planned only for problems with a batch argument"
+        batch = values.pop(problem.batch)
     rng = np.random.default_rng(VECTOR_SEED)
     tangent = cotangent = None
     if op.takes == "tangent":

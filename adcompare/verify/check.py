@@ -18,7 +18,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -46,16 +46,16 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
     output_dtype = str(result.dtype)
     # What the result is compared with, for the tolerance's normwise term: the full reference or the directional values
     expected = ref.value if ref.value is not None else [v for d in ref.directional for v in np.ravel(d.expected)]
-    base = dict(tolerance=tolerance(dtype, ref, expected), reference_method=ref.method, output_dtype=output_dtype,
-                dtype_drift=output_dtype != dtype)
+    checked = partial(Check, tolerance=tolerance(dtype, ref, expected), reference_method=ref.method,
+                      output_dtype=output_dtype, dtype_drift=output_dtype != dtype)
     if not np.issubdtype(result.dtype, np.floating) or not np.all(np.isfinite(result)):
-        return Check(error=None, nonfinite=True, **base)
+        return checked(error=None, nonfinite=True)
     r64 = result.astype(np.float64)
     if ref.value is not None:
         error = scaled_error(r64, ref.value)
     else:
         error = max(scaled_error(d.apply(r64), d.expected) for d in ref.directional)
-    return Check(error=error, projection=projection(problem, size, operator, dtype, r64), **base)
+    return checked(error=error, projection=projection(problem, size, operator, dtype, r64))
 
 
 def status_of(check: Check) -> Status:
@@ -136,9 +136,23 @@ def _comparable(m: Measurement) -> bool:
             and math.isfinite(m.check.projection))
 
 
+def _check(m: Measurement) -> Check:
+    """The check of a cell `_comparable` admitted."""
+    assert m.check is not None, f"{m.cell.id} has no check: only comparable cells are cross-checked"
+    return m.check
+
+
+def _projection(m: Measurement) -> float:
+    """The seeded projection of a cell `_comparable` admitted."""
+    projection = _check(m).projection
+    assert projection is not None, f"{m.cell.id} has no projection: only comparable cells are cross-checked"
+    return projection
+
+
 def _failed_reference(m: Measurement) -> bool:
     """The cell's own reference check already failed: it is wrong, so it must not outvote or blame a right cell."""
-    return m.check.error is not None and not m.check.error <= m.check.tolerance  # `not <=` also catches NaN
+    check = _check(m)
+    return check.error is not None and not check.error <= check.tolerance  # `not <=` also catches NaN
 
 
 def _voter(m: Measurement) -> bool:
@@ -173,16 +187,16 @@ def cross_check(measurements: Sequence[Measurement]) -> list[Measurement]:
         if len(members) < 2:
             continue
         for i in members:
-            p = out[i].check.projection
-            others = sorted((scaled_error(p, out[j].check.projection), j) for j in members if j != i)
+            p, tol = _projection(out[i]), _check(out[i]).tolerance
+            others = sorted((scaled_error(p, _projection(out[j])), j) for j in members if j != i)
             error = others[math.ceil(len(others) / 2) - 1][0]
             updates[i]["pairwise_error"] = error
-            if not error <= out[i].check.tolerance:
-                away = [(e, j) for e, j in others if not e <= out[i].check.tolerance]
-                named = ", ".join(f"{_name(out[j])} ({out[j].check.projection:.10g}, error {e:.1e})"
+            if not error <= tol:
+                away = [(e, j) for e, j in others if not e <= tol]
+                named = ", ".join(f"{_name(out[j])} ({_projection(out[j]):.10g}, error {e:.1e})"
                                   for e, j in away[-3:][::-1])
                 notes[i].append(f"disagrees with {len(away)} of {len(others)} other cells on the seeded projection "
-                                f"({p:.10g}): {named}; tolerance {out[i].check.tolerance:.1e}")
+                                f"({p:.10g}): {named}; tolerance {tol:.1e}")
 
     pairs: dict[tuple, dict[str, int]] = defaultdict(dict)
     for i, m in enumerate(out):
@@ -192,17 +206,17 @@ def cross_check(measurements: Sequence[Measurement]) -> list[Measurement]:
         if len(pair) != 2:
             continue
         i, j = pair["jvp"], pair["vjp"]
-        error = scaled_error(out[i].check.projection, out[j].check.projection)
+        error = scaled_error(_projection(out[i]), _projection(out[j]))
         for a, b in ((i, j), (j, i)):
             updates[a]["adjoint_error"] = error
-            if not error <= out[a].check.tolerance:
+            if not error <= _check(out[a]).tolerance:
                 notes[a].append(f"adjoint identity fails against {out[b].cell.id}: ⟨u, J·v⟩ = "
-                                f"{out[i].check.projection:.10g}, ⟨Jᵀ·u, v⟩ = {out[j].check.projection:.10g}, "
-                                f"error {error:.1e} > tolerance {out[a].check.tolerance:.1e}")
+                                f"{_projection(out[i]):.10g}, ⟨Jᵀ·u, v⟩ = {_projection(out[j]):.10g}, "
+                                f"error {error:.1e} > tolerance {_check(out[a]).tolerance:.1e}")
 
     for i, fields in updates.items():
         m = out[i]
-        check = replace(m.check, **fields)
+        check = replace(_check(m), **fields)
         status = Status.MISMATCH if m.status is Status.OK and status_of(check) is Status.MISMATCH else m.status
         message = "; ".join([m.message, *notes[i]] if m.message else notes[i])
         out[i] = replace(m, check=check, status=status, message=message)

@@ -208,5 +208,6 @@ def unexpected(m: Measurement, problems) -> str | None:
     if m.status is Status.OK:
         return None
     c = m.check
-    extra = f" (error {c.error}, pairwise {c.pairwise_error}, adjoint {c.adjoint_error}, tol {c.tolerance})" if c else ""
+    extra = (f" (error {c.error}, pairwise {c.pairwise_error}, adjoint {c.adjoint_error}, tol {c.tolerance})"
+             if c else "")
     return f"{m.cell.id}: {m.status.value}: {m.message}{extra}"

@@ -209,12 +209,34 @@ class _Point:
     digest: str  # of everything, tangent and cotangent included
     where: str  # of the point alone (wrt, constants, batch): keys what several operators share
 
+    # cell_inputs gives every cell of an operator that needs v, u or a batch one (a cell without is a harness bug)
+    @property
+    def v(self) -> np.ndarray:
+        """The tangent of a jvp or hvp cell."""
+        assert self.tangent is not None, "a jvp or hvp cell has a tangent"
+        return self.tangent
+
+    @property
+    def u(self) -> np.ndarray:
+        """The cotangent of a vjp cell."""
+        assert self.cotangent is not None, "a vjp cell has a cotangent"
+        return self.cotangent
+
+    @property
+    def examples_batch(self) -> np.ndarray:
+        """The batch of a per-example or data-parallel cell."""
+        assert self.batch is not None, "a per-example or data-parallel cell has a batch"
+        return self.batch
+
     def function(self, problem: Problem) -> Function:
         return problem.bind(np, self.constants)
 
     def examples(self, problem: Problem) -> list[Function]:
         fn = problem.bind(np, self.constants)
-        return [(lambda w, b=b: fn(w, b)) for b in self.batch]
+
+        def example(b: np.ndarray) -> Function:
+            return lambda w: fn(w, b)
+        return [example(b) for b in self.examples_batch]
 
     def batch_mean(self, problem: Problem) -> Function:
         """The mean over the batch of the per-example f(w, bᵢ): what a data-parallel gradient differentiates,
@@ -347,8 +369,8 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     price = seconds_per_evaluation(differ, functions[0], x)
 
     if operator == "jvp":
-        jv, err = differ.along(functions[0], x, pt.tangent, estimate=True)
-        rounding = _rounding_error(problem, pt, operator, differ, [pt.tangent])
+        jv, err = differ.along(functions[0], x, pt.v, estimate=True)
+        rounding = _rounding_error(problem, pt, operator, differ, [pt.v])
         return Reference(jv, f"J·v by {how}", err, cost=differ.evaluations(True) * price, rounding_error=rounding)
 
     rounding = _rounding_error(problem, pt, operator, differ, _directions(x.shape, salt=4))
@@ -363,7 +385,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         if op.per_example:
             value = np.stack(jacobians)
         elif operator == "vjp":
-            value = np.tensordot(pt.cotangent, jacobians[0], axes=pt.cotangent.ndim)
+            value = np.tensordot(pt.u, jacobians[0], axes=pt.u.ndim)
         else:  # grad (scalar f: J has the shape of x), jacfwd, jacrev
             value = jacobians[0]
         what = "uᵀ·J from the full Jacobian" if operator == "vjp" else "full Jacobian"
@@ -378,7 +400,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         worst = max(worst, *errs)
         jv = np.stack(jvs) if op.per_example else jvs[0]
         if operator == "vjp":  # ⟨uᵀJ, v⟩ = ⟨u, J·v⟩
-            jv = np.tensordot(pt.cotangent, jv, axes=pt.cotangent.ndim)
+            jv = np.tensordot(pt.u, jv, axes=pt.u.ndim)
         directions.append(Direction(expected=np.asarray(jv), right=v))
     lhs = "⟨R, v⟩ vs ⟨u, J·v⟩" if operator == "vjp" else "R·v vs J·v"
     cost = len(functions) * len(vs) * differ.evaluations(True) * price
@@ -389,7 +411,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
 
 def _batch_mean_gradient(problem: Problem, pt: _Point, budget: float) -> Reference:
     """∇ of the batch's mean loss by differencing that mean in float64; directional past the budget."""
-    f, x, count = pt.batch_mean(problem), pt.x, len(pt.batch)
+    f, x, count = pt.batch_mean(problem), pt.x, len(pt.examples_batch)
     differ, how = _choose(problem, f, x)
     price = seconds_per_evaluation(differ, f, x)
     rounding = _rounding_error(problem, pt, "pmap_grad", differ, _directions(x.shape, salt=4))  # per example
@@ -421,7 +443,7 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
     full_cost = n_right * per_hv
     if full_cost <= budget:
         if operator == "hvp":
-            value, err = so.hvp(f, x, pt.tangent)
+            value, err = so.hvp(f, x, pt.v)
             return Reference(value, f"H·v by {how}", err, cost=full_cost)
         value, err = so.hessian(f, x)
         return Reference(value, f"{how}, full Hessian (symmetrised)", err, cost=full_cost)
@@ -438,7 +460,7 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
                          worst, tuple(directions), len(vs) * per_hv)
 
     ws = _directions(x.shape, salt=3)
-    rights = [pt.tangent] if operator == "hvp" else vs
+    rights = [pt.v] if operator == "hvp" else vs
     directions, worst = [], 0.0
     for w in ws:
         for v in rights:

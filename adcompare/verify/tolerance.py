@@ -44,9 +44,13 @@ NORMWISE_STEPS = 2.0  # ulps of the largest entry: one half-ulp rounding per can
 class ReferenceAccuracy(Protocol):
     """What the tolerance needs to know of a reference (reference.Reference has these fields)."""
 
-    order: int  # 0 value, 1 first derivatives, 2 second derivatives
-    rounding_error: float  # scaled error a correct derivative makes in the cell's dtype
-    error_bound: float  # the reference's own estimated scaled error
+    # Read-only members (properties), so that a frozen dataclass such as Reference satisfies the protocol.
+    @property
+    def order(self) -> int: ...  # 0 value, 1 first derivatives, 2 second derivatives
+    @property
+    def rounding_error(self) -> float: ...  # scaled error a correct derivative makes in the cell's dtype
+    @property
+    def error_bound(self) -> float: ...  # the reference's own estimated scaled error
 
 
 def scaled_error(a, b) -> float:
