@@ -30,7 +30,8 @@ JAX_PAIRS = textwrap.dedent("""
     from adcompare.verify.cell_inputs import cell_inputs
     r = plugins.load(); a = r.adapter("jax"); a.setup(dtype="float32", device="cpu", threads=1)
     rows = {}
-    for label, prob, size in (("tiny: f_r2_r3 jacrev", "f_r2_r3", "n2"), ("medium: exp_dot_loss n10000 grad", "exp_dot_loss", "n10000")):
+    for label, prob, size in (("tiny: f_r2_r3 jacrev", "f_r2_r3", "n2"),
+                              ("medium: exp_dot_loss n10000 grad", "exp_dot_loss", "n10000")):
         p = r.problem(prob); s = p.size(size); op = "jacrev" if prob == "f_r2_r3" else "grad"
         prep = a.prepare(Request(p, op, "compiled", "cpu", "float32", cell_inputs(p, s, op, "float32")))
         out, first = timing.first_call(prep, a.sync)
@@ -58,8 +59,10 @@ TORCH_PAIRS = textwrap.dedent("""
     ours, theirs = [], []
     for _ in range(PAIRS):
         ours.append(timing.measure(prep, a.sync, first, compiled=False).median)
-        theirs.append(tb.Timer(stmt="run()", globals={"run": prep.run}, num_threads=1).blocked_autorange(min_run_time=0.2).median)
-    print(json.dumps({"torch exp_dot_loss n10000 grad (eager-autograd)": [statistics.median(ours), statistics.median(theirs)]}))
+        timer = tb.Timer(stmt="run()", globals={"run": prep.run}, num_threads=1)
+        theirs.append(timer.blocked_autorange(min_run_time=0.2).median)
+    label = "torch exp_dot_loss n10000 grad (eager-autograd)"
+    print(json.dumps({label: [statistics.median(ours), statistics.median(theirs)]}))
 """).replace("PAIRS", str(PAIRS))
 
 CI_TIME = textwrap.dedent("""

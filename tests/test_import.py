@@ -7,7 +7,8 @@ FRAMEWORKS = ("jax", "torch", "tensorflow", "autograd")
 
 
 def test_import_adcompare_imports_no_framework():
-    code = ("import sys, adcompare, adcompare.cli.main, adcompare.run.runner, adcompare.plugin.registry as p; p.load(); "
+    code = ("import sys, adcompare, adcompare.cli.main, adcompare.run.runner, adcompare.plugin.registry as p; "
+            "p.load(); "
             f"print([m for m in {FRAMEWORKS!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

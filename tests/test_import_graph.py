@@ -158,5 +158,6 @@ def test_layer_reads_the_package_of_a_module():
 def test_frameworks_are_imported_only_inside_adapter_functions():
     """The parent process never loads a framework: only an adapter's methods, run in the worker, import one."""
     found = [f"{i.module}:{i.line} imports {i.target}" for i in all_imports()
-             if i.target.split(".")[0] in FRAMEWORKS and not (i.in_function and i.module.startswith("adcompare.adapters."))]
+             if i.target.split(".")[0] in FRAMEWORKS
+             and not (i.in_function and i.module.startswith("adcompare.adapters."))]
     assert found == []
