@@ -15,39 +15,18 @@ BLAS threads are set by the worker's environment (OMP_NUM_THREADS and friends) b
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from adcompare import hookimpl
-from adcompare.model.errors import CellFailure
-from adcompare.plugin.adapter import Adapter, Bound, Capability, Prepared
+from adcompare.plugin.adapter import Adapter, Bound, Capability, Declared, Prepared, Transform
 
 from . import autograd_namespace
 
 NO_VMAP = "autograd has no vectorising map; adcompare loops over the examples in Python"
-CAPABILITIES: dict[str, Capability] = {
-    "value": Capability.native("plain evaluation (NumPy through autograd.numpy, nothing traced)"),
-    "grad": Capability.native("reverse mode (autograd.grad: trace, then one VJP)"),
-    "jvp": Capability.native("forward mode (autograd.make_jvp: tangent carried alongside the evaluation)"),
-    "vjp": Capability.native("reverse mode (autograd.make_vjp)"),
-    "jacfwd": Capability.emulated(
-        "forward mode: Python loop of autograd.make_jvp over input basis vectors, one evaluation each",
-        "autograd has no forward-mode Jacobian; the loop is adcompare's"),
-    "jacrev": Capability.native(
-        "reverse mode: loop of VJPs over output rows (autograd.jacobian: one trace, Python map over the basis)"),
-    "hessian": Capability.native(
-        "reverse-over-reverse: loop of VJPs of the gradient over its entries (autograd.hessian = "
-        "jacobian(jacobian))"),
-    "hvp": Capability.native("reverse-over-reverse (autograd.make_hvp: VJP of autograd.grad)"),
-    "vmap_grad": Capability.emulated("Python loop over examples of autograd.grad", NO_VMAP),
-    "vmap_jacfwd": Capability.emulated(
-        "Python loop over examples of a Python loop of autograd.make_jvp over input basis vectors", NO_VMAP),
-    "vmap_jacrev": Capability.emulated(
-        "Python loop over examples of autograd.jacobian (loop of VJPs over output rows)", NO_VMAP),
-}
 NO_COMPILER = "autograd has no compiler"
 CPU_ONLY = "autograd runs on NumPy (CPU only)"
 
@@ -70,33 +49,28 @@ def jacfwd(make_jvp: Callable[..., Any], f: Callable[..., Any]) -> Callable[...,
     return jacobian
 
 
-def build_operator(autograd: ModuleType, operator: str, f: Callable[..., Any]) -> Callable[..., Any]:
-    """The operator as a function of (w,) or (w, extra); f is f(w) or, per-example, f(w, example)."""
-    ag = autograd
-    jvp_at, vjp_at, hvp_at = ag.make_jvp(f), ag.make_vjp(f), ag.make_hvp(f)
+def jvp(ag: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    at = ag.make_jvp(f)  # made once, outside the timed call, like vjp's and hvp's
+    return lambda w, v: at(w)(v)[1]
 
-    def per_example(op: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda w, batch: np.stack([op(w, example) for example in batch])
 
-    return {
-        "value": lambda: f,
-        "grad": lambda: ag.grad(f),
-        "jvp": lambda: lambda w, v: jvp_at(w)(v)[1],
-        "vjp": lambda: lambda w, u: vjp_at(w)[0](u),
-        "jacfwd": lambda: jacfwd(ag.make_jvp, f),
-        "jacrev": lambda: ag.jacobian(f),
-        "hessian": lambda: ag.hessian(f),
-        "hvp": lambda: lambda w, v: hvp_at(w)[0](v),
-        "vmap_grad": lambda: per_example(ag.grad(f)),
-        "vmap_jacfwd": lambda: per_example(jacfwd(ag.make_jvp, f)),
-        "vmap_jacrev": lambda: per_example(ag.jacobian(f)),
-    }[operator]()
+def vjp(ag: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    at = ag.make_vjp(f)
+    return lambda w, u: at(w)[0](u)
+
+
+def hvp(ag: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    at = ag.make_hvp(f)
+    return lambda w, v: at(w)[0](v)
+
+
+def per_example(op: Callable[..., Any]) -> Callable[..., Any]:
+    """A Python loop of `op` over the examples of the batch, results stacked."""
+    return lambda w, batch: np.stack([op(w, example) for example in batch])
 
 
 class AutogradAdapter(Adapter):
-    name = "autograd"
-    distribution = "autograd"
-    module = "autograd"
+    name = distribution = module = "autograd"
     runtime_distributions = ("numpy",)
     variants = {"eager": "traced anew on every call (autograd has no compiler)"}
     missing_variants = {"compiled": NO_COMPILER}
@@ -104,6 +78,38 @@ class AutogradAdapter(Adapter):
     no_data_parallel = ("has no multi-device mechanism: it differentiates NumPy code, which runs on one CPU "
                         "device; see jax's pmap_grad for a data-parallel gradient")
     devices = ("cpu",)
+    algorithms: ClassVar[Mapping[str, Declared]] = {
+        "value": "plain evaluation (NumPy through autograd.numpy, nothing traced)",
+        "grad": "reverse mode (autograd.grad: trace, then one VJP)",
+        "jvp": "forward mode (autograd.make_jvp: tangent carried alongside the evaluation)",
+        "vjp": "reverse mode (autograd.make_vjp)",
+        "jacfwd": Capability.emulated(
+            "forward mode: Python loop of autograd.make_jvp over input basis vectors, one evaluation each",
+            "autograd has no forward-mode Jacobian; the loop is adcompare's"),
+        "jacrev": "reverse mode: loop of VJPs over output rows (autograd.jacobian: one trace, Python map over the "
+                  "basis)",
+        "hessian": "reverse-over-reverse: loop of VJPs of the gradient over its entries (autograd.hessian = "
+                   "jacobian(jacobian))",
+        "hvp": "reverse-over-reverse (autograd.make_hvp: VJP of autograd.grad)",
+        "vmap_grad": Capability.emulated("Python loop over examples of autograd.grad", NO_VMAP),
+        "vmap_jacfwd": Capability.emulated(
+            "Python loop over examples of a Python loop of autograd.make_jvp over input basis vectors", NO_VMAP),
+        "vmap_jacrev": Capability.emulated(
+            "Python loop over examples of autograd.jacobian (loop of VJPs over output rows)", NO_VMAP),
+    }
+    transforms: ClassVar[Mapping[str, Transform]] = {  # f is f(w) or, per example, f(w, example)
+        "value": lambda ag, f: f,
+        "grad": lambda ag, f: ag.grad(f),
+        "jvp": jvp,
+        "vjp": vjp,
+        "jacfwd": lambda ag, f: jacfwd(ag.make_jvp, f),
+        "jacrev": lambda ag, f: ag.jacobian(f),
+        "hessian": lambda ag, f: ag.hessian(f),
+        "hvp": hvp,
+        "vmap_grad": lambda ag, f: per_example(ag.grad(f)),
+        "vmap_jacfwd": lambda ag, f: per_example(jacfwd(ag.make_jvp, f)),
+        "vmap_jacrev": lambda ag, f: per_example(ag.jacobian(f)),
+    }
 
     def device_unavailable(self, device: str) -> str | None:
         if device == "cpu":
@@ -113,25 +119,13 @@ class AutogradAdapter(Adapter):
     def namespace(self) -> ModuleType:
         return autograd_namespace.namespace()
 
-    def operator_capability(self, operator: str, variant: str) -> Capability:
-        return CAPABILITIES[operator]
-
     def build(self, bound: Bound) -> Prepared:
-        import autograd
-
-        fn, args = build_operator(autograd, bound.operator, bound.f), bound.args
+        fn, args = self.transforms[bound.operator](self.framework, bound.f), bound.args
         seen: dict[str, Any] = {}
 
-        def run() -> Any:
-            try:
-                out = fn(*args)
-            except TypeError as exc:
-                if "ArrayBox" not in str(exc):
-                    raise
-                raise CellFailure(f"autograd cannot turn a traced value into a Python number ({exc}); the "
-                                  f"problem reads a concrete value (int()/float()) from the differentiated "
-                                  f"input, which autograd's ArrayBox does not allow") from exc
-            seen["dtype"] = out.dtype  # NumPy is synchronous: nothing to sync; this is for after_first_call
+        def run() -> Any:  # NumPy is synchronous: nothing to sync; the dtype is for after_first_call
+            out = fn(*args)
+            seen["dtype"] = out.dtype
             return out
 
         def after_first_call() -> dict[str, Any]:
@@ -140,9 +134,15 @@ class AutogradAdapter(Adapter):
 
         return Prepared(run, details={"numpy": np.__version__}, after_first_call=after_first_call)
 
+    def explain(self, exc: Exception) -> str | None:
+        if isinstance(exc, TypeError) and "ArrayBox" in str(exc):
+            return (f"autograd cannot turn a traced value into a Python number ({exc}); the problem reads a "
+                    f"concrete value (int()/float()) from the differentiated input, which autograd's ArrayBox "
+                    f"does not allow")
+        return None
+
     def to_numpy(self, out: Any) -> np.ndarray:
         return np.asarray(out)
-
 
 
 @hookimpl

@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from adcompare.plugin.adapter import derived_namespace
+
 from .namespace_fix import Fix
 
 # Dtypes and constants come from NumPy itself: autograd.numpy's int32/int64 are wrapped subclasses of NumPy's.
@@ -369,12 +371,10 @@ def namespace() -> ModuleType:
     """autograd.numpy with `FIXES` applied and NumPy's dtypes, as a module of its own (autograd's is untouched)."""
     import autograd.numpy as anp
 
-    ns = ModuleType("adcompare.adapters.autograd.xp", "autograd.numpy with adcompare's FIXES (Array API names)")
-    ns.__dict__.update({k: v for k, v in vars(anp).items() if not k.startswith("__")})
-    ns.__dict__.update(ATTRIBUTE_VALUES)
-    linalg = ModuleType("adcompare.adapters.autograd.xp.linalg", "autograd.numpy.linalg with adcompare's FIXES")
-    linalg.__dict__.update({k: v for k, v in vars(anp.linalg).items() if not k.startswith("__")})
-    ns.linalg = linalg
+    linalg = derived_namespace("adcompare.adapters.autograd.xp.linalg",
+                               "autograd.numpy.linalg with adcompare's FIXES", anp.linalg)
+    ns = derived_namespace("adcompare.adapters.autograd.xp", "autograd.numpy with adcompare's FIXES (Array API names)",
+                           anp, {**ATTRIBUTE_VALUES, "linalg": linalg})
     for name in sorted(FIXES, key=lambda n: "." in n):  # top level first: some linalg fixes alias it
         owner, _, attr = name.rpartition(".")
         target = linalg if owner == "linalg" else ns

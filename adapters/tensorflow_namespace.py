@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from adcompare.model import loops
+from adcompare.plugin.adapter import derived_namespace
 
 
 def import_tensorflow() -> ModuleType:
@@ -314,8 +314,9 @@ def _resolve(tf: ModuleType, path: str) -> Any:
 def namespace() -> ModuleType:
     """The namespace module (built once, on first use; imports TensorFlow)."""
     tf = import_tensorflow()
-    ns = ModuleType("adcompare.adapters.tensorflow.xp", "Array API names over TensorFlow ops (adcompare)")
-    linalg = ModuleType("adcompare.adapters.tensorflow.xp.linalg", "Array API linalg names over tf.linalg")
+    linalg = derived_namespace("adcompare.adapters.tensorflow.xp.linalg", "Array API linalg names over tf.linalg")
+    ns = derived_namespace("adcompare.adapters.tensorflow.xp", "Array API names over TensorFlow ops (adcompare)",
+                           names={"linalg": linalg}, fold=_while_fold(tf))
     defined: dict[str, Callable[..., Any]] = {}
     for factory in DEFINED:
         defined.update(factory(tf))
@@ -329,8 +330,6 @@ def namespace() -> ModuleType:
             setattr(linalg, name, fn)
     for name, value in ATTRIBUTES.items():
         setattr(ns, name, value(tf))
-    ns.linalg = linalg
-    loops.register(ns, _while_fold(tf))
     return ns
 
 

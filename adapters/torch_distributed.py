@@ -33,7 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from adcompare.model.errors import UnsupportedOperation
+from adcompare.model.operators import devices_unfit
 from adcompare.model.problem import Problem
+from adcompare.plugin.adapter import Bound, Prepared
 
 from .torch_namespace import fixed_namespace
 
@@ -65,6 +68,8 @@ class FunctionReference:
             module = importlib.import_module(self.module)
         else:
             spec = importlib.util.spec_from_file_location(self.module, self.file)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"{self.file}: cannot be loaded as module {self.module!r}")
             module = importlib.util.module_from_spec(spec)
             sys.modules[self.module] = module
             spec.loader.exec_module(module)
@@ -175,7 +180,8 @@ class ProcessGroup:
             ProcessGroup._live.close()
         self.torch = torch
         context = torch.multiprocessing.get_context("spawn")
-        self.helpers, self.pipes = [], []
+        self.helpers: list[Any] = []
+        self.pipes: list[Any] = []
         self._finalizer = weakref.finalize(self, _stop, self.helpers, self.pipes, torch)
         ProcessGroup._live = self
         _loopback_only()
@@ -238,3 +244,27 @@ def _stop(helpers: list[Any], pipes: list[Any], torch: ModuleType) -> None:
         pipe.close()
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+
+
+def prepare(torch: ModuleType, bound: Bound, details: dict[str, Any]) -> Prepared:
+    """pmap_value / pmap_grad of `bound` through a gloo process group of the request's D processes."""
+    request, batch = bound.request, bound.args[1]
+    problem, inputs, world = request.problem, request.inputs, request.devices
+    batch_name, examples = problem.batch, inputs.batch
+    if batch_name is None or examples is None:  # never planned: the problems with a batch argument are the ones
+        raise UnsupportedOperation(f"adapter 'torch': {request.operator} needs a batch argument, and problem "
+                                   f"{problem.name!r} has none")
+    unfit = devices_unfit(request.operator, world, batch.shape[0])
+    if unfit:  # the planner never makes such a cell; a direct caller gets the reason, not a silent remainder
+        raise UnsupportedOperation(f"adapter 'torch': {unfit}")
+    per_rank = batch.shape[0] // world
+    address = f"tcp://127.0.0.1:{free_port()}"
+    threads = torch.get_num_threads()
+    constants = {k: np.asarray(v) for k, v in inputs.constants.items()}
+    specs = [RankSpec(FunctionReference.of(problem.function), problem.wrt, batch_name, constants,
+                      np.asarray(inputs.wrt), np.asarray(examples[r * per_rank:(r + 1) * per_rank]),
+                      request.operator, r, world, address, threads) for r in range(world)]
+    group = ProcessGroup(torch, fixed_namespace(), specs[0], specs[1:])
+    details.update(backend="gloo", world_size=world, init_method=address, rank0_pid=os.getpid(),
+                   helper_pids=group.pids, threads_per_rank=threads, examples_per_rank=per_rank)
+    return Prepared(group.step, details=details, close=group.close)

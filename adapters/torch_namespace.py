@@ -10,6 +10,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from adcompare.plugin.adapter import derived_namespace
+
 from .namespace_fix import Fix
 
 # --- namespace fixes: standard name -> Fix(trap, route, build(torch, compat)) ---------------------------------
@@ -73,11 +75,8 @@ def fixed_namespace() -> ModuleType:
     import array_api_compat.torch as compat
     import torch
 
-    ns = ModuleType("adcompare.adapters.torch.xp", "array_api_compat.torch with adcompare's FIXES applied")
-    ns.__dict__.update({k: v for k, v in vars(compat).items() if not k.startswith("__")})
-    for name, fix in FIXES.items():
-        setattr(ns, name, fix.build(torch, compat))
-    return ns
+    return derived_namespace("adcompare.adapters.torch.xp", "array_api_compat.torch with adcompare's FIXES applied",
+                             compat, {name: fix.build(torch, compat) for name, fix in FIXES.items()})
 
 
 # --- the one arithmetic fix ----------------------------------------------------------------------------------

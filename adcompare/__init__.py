@@ -7,7 +7,17 @@ from __future__ import annotations
 from adcompare.model.loops import fold
 from adcompare.model.problem import Problem, grid, problem
 from adcompare.model.shapes import Shapes
-from adcompare.plugin.adapter import Adapter, Availability, Bound, Capability, CellInputs, Prepared, Request, Support
+from adcompare.plugin.adapter import (
+    Adapter,
+    Availability,
+    Bound,
+    Capability,
+    CellInputs,
+    Prepared,
+    Request,
+    Support,
+    derived_namespace,
+)
 from adcompare.plugin.hookspecs import hookimpl
 
 try:
@@ -20,5 +30,5 @@ except Exception:  # running from a source tree that is not installed
 __all__ = [
     "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes",
     "Support",
-    "fold", "grid", "hookimpl", "problem", "__version__",
+    "derived_namespace", "fold", "grid", "hookimpl", "problem", "__version__",
 ]

@@ -5,12 +5,15 @@ import importlib.metadata as md
 import sys
 import types
 
+import numpy as np
 import pytest
 
-from adcompare import hookimpl
+from adcompare import Adapter, Capability, Support, hookimpl
 from adcompare.adapters.jax import JaxAdapter
-from adcompare.model.errors import PluginError, UsageError
+from adcompare.model.errors import CellFailure, PluginError, UsageError
 from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import contract_breach
+from adcompare.run.in_process import run_once
 from tests.conftest import FIXTURES
 
 PLUGINS = FIXTURES / "plugins"
@@ -90,3 +93,77 @@ def test_a_third_party_cannot_take_a_builtin_name_by_sorting_first(monkeypatch):
     assert "adapter name 'jax' is already taken" in reasons["a-impostor"]
     assert "jax" not in reasons
 
+
+
+def test_an_adapter_missing_a_required_method_is_refused_when_registered(monkeypatch):
+    """At registration, not at the first cell: one line naming the class and what to add."""
+    class NoTable(Adapter):
+        name, distribution, module = "no-table", "numpy", "numpy"
+        transforms = {"value": lambda np_, f: f}
+
+        def namespace(self):
+            return np
+
+        def to_numpy(self, out):
+            return np.asarray(out)
+
+    class NoTransformForGrad(NoTable):
+        name = "no-transform-for-grad"
+        algorithms = {"value": "NumPy evaluation", "grad": "by hand"}
+
+    modules = {cls.__name__: _plugin_module(monkeypatch, f"adcompare_test_{cls.__name__}",
+                                            adcompare_adapters=lambda cls=cls: [cls()])
+               for cls in (NoTable, NoTransformForGrad)}
+    real = plugins._entry_points()
+    monkeypatch.setattr(plugins, "_entry_points", lambda: real + [
+        md.EntryPoint(f"zz-{name}", module.__name__, "adcompare") for name, module in modules.items()])
+    registry = _fresh_registry()
+    reasons = {b.name: b.reason for b in registry.broken}
+    assert reasons["zz-NoTable"] == "adapter class NoTable lacks algorithms or capability; define it on the class"
+    assert reasons["zz-NoTransformForGrad"] == ("adapter class NoTransformForGrad declares grad supported but has no "
+                                                "transform for it; add it to `transforms` or override build")
+    assert not {"no-table", "no-transform-for-grad"} & set(registry.adapters) and "jax" in registry.adapters
+    with pytest.raises(PluginError) as raised:  # asked for by --plugin: the command stops, naming the fix
+        plugins.load((str(PLUGINS / "incomplete_adapter.py"),))
+    assert str(raised.value) == (f"--plugin {str(PLUGINS / 'incomplete_adapter.py')!r}: adapter class Incomplete "
+                                 f"lacks transforms or build or prepare; define it on the class")
+
+
+class Declared(Adapter):
+    """An adapter that is only data: its capability, build and error explanation come from the tables."""
+
+    name, distribution, module = "data-only", "numpy", "numpy"
+    variants = {"eager": "NumPy"}
+    algorithms = {"value": "NumPy evaluation", "jvp": Capability.emulated("by hand", "no forward mode")}
+    transforms = {"value": lambda np_, f: f, "jvp": lambda np_, f: lambda w, v: np_.zeros(())}
+
+    def namespace(self):
+        return np
+
+    def to_numpy(self, out):
+        return np.asarray(out)
+
+    def explain(self, exc):
+        return "the problem read a missing name; pass it as a constant" if isinstance(exc, NameError) else None
+
+
+def test_an_adapter_declared_as_data(registry):
+    adapter = Declared()
+    assert adapter.capability("value", "eager") == Capability(Support.NATIVE, "NumPy evaluation")
+    assert adapter.capability("jvp", "eager").support is Support.EMULATED
+    assert adapter.capability("grad", "eager").reason == "adapter 'data-only' declares no algorithm for grad"
+    assert "declares no data-parallel" in adapter.capability("pmap_grad", "eager").reason
+    assert "use variant 'eager'" in adapter.capability("value", "compiled").reason
+    assert adapter.framework is np and contract_breach(adapter) is None
+    problem = registry.problem("exp_dot_loss")
+    _, value, inputs, size = run_once(adapter, problem, "value", "float64")
+    np.testing.assert_allclose(value, problem.function(inputs.wrt, **inputs.constants, xp=np))
+
+
+def test_explain_turns_a_recognised_error_into_a_cell_failure_naming_the_fix(registry):
+    class Failing(Declared):
+        transforms = {"value": lambda np_, f: lambda w: undefined_name}  # noqa: F821
+
+    with pytest.raises(CellFailure, match="^the problem read a missing name; pass it as a constant$") as raised:
+        run_once(Failing(), registry.problem("exp_dot_loss"), "value", "float64")
+    assert isinstance(raised.value.__cause__, NameError)

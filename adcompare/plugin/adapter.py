@@ -1,12 +1,17 @@
 """The Adapter contract: how a framework plugs in. See docs/adapters.md for a complete example.
 
-An adapter never imports its framework at module import time: `adcompare list` and the parent process stay
-framework-free, and each framework is imported inside the worker process that runs its cells.
+An adapter is mostly data declared on its class — variants, the algorithm of each operator (`algorithms`), the
+transform that builds it (`transforms`), what an error means (`explain`) — plus the few methods only it can write.
+It never imports its framework at module import time: `adcompare list` and the parent process stay framework-free;
+`self.framework` imports it on first use, inside the worker process that runs its cells.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import importlib.metadata
 import importlib.util
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,7 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from adcompare.model.errors import UnsupportedOperation
+from adcompare.model import loops
+from adcompare.model.errors import CellFailure, UnsupportedOperation
 from adcompare.model.fingerprint import installed_versions
 from adcompare.model.operators import data_parallel, minimum_elements
 from adcompare.model.problem import Problem
@@ -117,19 +123,39 @@ class Prepared:
     close: Callable[[], None] | None = None
 
 
-class Adapter(ABC):
-    """Base class for framework adapters. Subclass, fill in `namespace`, `operator_capability`, `place` (when
-    your arrays are not NumPy's), `build` and `to_numpy`, and register the adapter through a hook.
+Transform = Callable[[Any, Callable[..., Any]], Callable[..., Any]]  # (framework API, f) → callable of bound.args
+Declared = Capability | str  # an entry of `Adapter.algorithms`: a bare string is a native algorithm
 
-    `capability` and `prepare` are shared: `capability` answers for variants the adapter does not have (one
-    message); `prepare` refuses what `capability` declares unsupported and a device this machine lacks, places
-    the inputs, binds the constants and builds the argument tuple, then calls `build`. An adapter may still
-    override either one whole.
+
+def derived_namespace(name: str, doc: str, base: ModuleType | None = None, names: Mapping[str, Any] | None = None,
+                      *, fold: loops.NativeFold | None = None) -> ModuleType:
+    """A namespace module of its own: `base`'s public names (base itself is left untouched) with `names` added or
+    replaced, and, given `fold`, the framework's loop registered for it (`adcompare.fold` then runs as that loop).
+    The one way adapters derive the `xp` they hand to problems from a framework's module."""
+    namespace = ModuleType(name, doc)
+    if base is not None:
+        namespace.__dict__.update({k: v for k, v in vars(base).items() if not k.startswith("__")})
+    namespace.__dict__.update(names or {})
+    if fold is not None:
+        loops.register(namespace, fold)
+    return namespace
+
+
+class Adapter(ABC):
+    """Base class for framework adapters. Declare on the class what the framework does — `variants`,
+    `algorithms` (and `variant_algorithms`), `transforms` — write `namespace` and `to_numpy`, `place` when your
+    arrays are not NumPy's, `build` when a variant compiles, and register the adapter through a hook.
+
+    `capability` and `prepare` are shared: `capability` reads the tables and answers for variants the adapter
+    does not have (one message); `prepare` refuses what `capability` declares unsupported and a device this
+    machine lacks, places the inputs, binds the constants and builds the argument tuple, then calls `build`
+    (by default `transforms[operator]`, called op by op), and turns an error `explain` recognises into a
+    `CellFailure` naming the fix. An adapter may still override `capability` or `prepare` whole.
     """
 
     name: ClassVar[str]
     distribution: ClassVar[str]  # the pip distribution whose version is reported, e.g. "jax"
-    module: ClassVar[str]  # the importable module, e.g. "jax"
+    module: ClassVar[str]  # the importable module, e.g. "jax"; `framework` imports it
     runtime_distributions: ClassVar[tuple[str, ...]] = ()  # more versions worth recording, e.g. ("jaxlib",)
     variants: ClassVar[Mapping[str, str]] = {"eager": "op-by-op", "compiled": "compiled"}
     missing_variants: ClassVar[Mapping[str, str]] = {}  # standard variants it lacks -> why, e.g. "no compiler"
@@ -138,10 +164,29 @@ class Adapter(ABC):
     # `eager`, torch's `eager-autograd` is eager. The default is the standard variants' meaning.
     compiles: ClassVar[Mapping[str, str]] = {"compiled": "eager"}
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
-    # Why this adapter has no data-parallel operators (pmap_value, pmap_grad), when it has none; an adapter with a
-    # mechanism overrides `data_parallel_capability`, `max_devices` and (for the CPU) `emulate_host_devices`.
+    # operator → its algorithm in a few words (native), or a Capability (emulated, unsupported), in every variant;
+    # `variant_algorithms[variant]` overrides entries for one variant. An operator listed nowhere is unsupported.
+    algorithms: ClassVar[Mapping[str, Declared]] = {}
+    variant_algorithms: ClassVar[Mapping[str, Mapping[str, Declared]]] = {}
+    # operator → transform(framework API, f) returning the operator's callable of `bound.args`; the default
+    # `build` calls `transforms[operator](self.framework, bound.f)` op by op.
+    transforms: ClassVar[Mapping[str, Transform]] = {}
+    # The reason for data-parallel operators (pmap_value, pmap_grad) when `algorithms` lists none; an adapter with
+    # a mechanism lists them and overrides `max_devices` and (for the CPU) `emulate_host_devices`.
     no_data_parallel: ClassVar[str] = "declares no data-parallel (multi-device) mechanism"
     slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
+
+    @property
+    def framework(self) -> ModuleType:
+        """The framework's module, imported on first use — inside the worker, never when listing: every adapter's
+        one way to reach its framework (a property, not an attribute, so the adapter stays picklable)."""
+        module = sys.modules.get(self.module)
+        return module if module is not None else self.import_framework()
+
+    def import_framework(self) -> ModuleType:
+        """Import `module` (behind `framework`); override when the import needs settings first (TensorFlow's
+        logging)."""
+        return importlib.import_module(self.module)
 
     def compiled_from(self, variant: str) -> str:
         """The eager variant that `variant` compiles, or "" when `variant` is eager (see `compiles`)."""
@@ -185,20 +230,19 @@ class Adapter(ABC):
         """The Array API namespace handed to problems as `xp`."""
 
     def capability(self, operator: str, variant: str) -> Capability:
-        """Declared support and algorithm for `operator` in `variant`. Must not import the framework."""
+        """Declared support and algorithm for `operator` in `variant`, read from the tables. Must not import the
+        framework."""
         if variant not in self.variants:
             why = self.missing_variants.get(variant) or f"{self.name} has no variant {variant!r}"
             return Capability.unsupported(f"{why}; use variant {' or '.join(map(repr, self.variants))}")
-        if data_parallel(operator):
-            return self.data_parallel_capability(operator, variant)
-        return self.operator_capability(operator, variant)
-
-    def data_parallel_capability(self, operator: str, variant: str) -> Capability:
-        """Support and algorithm for a data-parallel operator (pmap_value, pmap_grad) in one of `variants`: the
-        framework's own multi-device mechanism, named (e.g. "jax.pmap, gradients averaged by lax.pmean"; the
-        device count is appended per cell). Default: unsupported, with `no_data_parallel` as the reason — never a
-        single-device loop passed off as the real thing. Must not import the framework."""
-        return Capability.unsupported(f"{self.name} {self.no_data_parallel}")
+        declared = self.variant_algorithms.get(variant, {}).get(operator) or self.algorithms.get(operator)
+        if isinstance(declared, Capability):
+            return declared
+        if declared:
+            return Capability.native(declared)
+        if data_parallel(operator):  # never a single-device loop passed off as the real thing
+            return Capability.unsupported(f"{self.name} {self.no_data_parallel}")
+        return Capability.unsupported(f"adapter {self.name!r} declares no algorithm for {operator}")
 
     def emulate_host_devices(self, count: int) -> str:
         """Called in the worker before `setup` (before the framework is imported) when its cells run on `count` > 1
@@ -212,10 +256,6 @@ class Adapter(ABC):
         the emulated host devices set up at start). Called in the worker, may import the framework. A request
         for more is `unsupported` with the reason."""
         return 1
-
-    def operator_capability(self, operator: str, variant: str) -> Capability:
-        """Support and algorithm for `operator` in one of `variants` (the hook behind `capability`)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement operator_capability (or capability)")
 
     def prepare(self, request: Request) -> Prepared:
         """Refuse, place, bind; then `build` transforms (and compiles, if the variant asks for it)."""
@@ -238,15 +278,44 @@ class Adapter(ABC):
         extra = next((a for a in (inputs.batch, inputs.tangent, inputs.cotangent) if a is not None), None)
         args = tuple(self.place(a, request.device) for a in (inputs.wrt, extra) if a is not None)
         f = request.problem.bind(self.namespace(), constants)
-        return self.build(Bound(request, f, args, constants))
+        try:
+            prepared = self.build(Bound(request, f, args, constants))
+        except Exception as exc:
+            self._raise_explained(exc)
+            raise
+        if type(self).explain is Adapter.explain:  # nothing to explain: no wrapper around the timed call
+            return prepared
+        run = prepared.run
+
+        def explained_run() -> Any:
+            try:
+                return run()
+            except Exception as exc:
+                self._raise_explained(exc)
+                raise
+
+        return dataclasses.replace(prepared, run=explained_run)
+
+    def explain(self, exc: Exception) -> str | None:
+        """What a framework error from `build` or `run()` means and how to fix the problem, when you recognise it
+        (e.g. TensorFlow's rank error from `@` on a 1-d array); None leaves the error as it is."""
+        return None
+
+    def _raise_explained(self, exc: Exception) -> None:
+        reason = None if isinstance(exc, (CellFailure, UnsupportedOperation)) else self.explain(exc)
+        if reason is not None:
+            raise CellFailure(reason) from exc
 
     def place(self, array: np.ndarray, device: str) -> Any:
         """`array` as the framework's array on `device`: a copy, so a cell never aliases NumPy memory."""
         return np.array(array)
 
     def build(self, bound: Bound) -> Prepared:
-        """The framework's transform of `bound.f` for `bound.operator`, compiled if the variant asks for it."""
-        raise NotImplementedError(f"{type(self).__name__} must implement build (or prepare)")
+        """The callable of one cell; by default `transforms[operator]` of the framework and `bound.f`, called op
+        by op. Override to compile (for the variants that ask for it) or to take another route."""
+        fn = self.transforms[bound.operator](self.framework, bound.f)
+        args = bound.args
+        return Prepared(lambda: fn(*args))
 
     def materialised_elements(self, operator: str, variant: str, shapes: Shapes) -> int:
         """The most array elements this adapter's algorithm for `operator` holds at once at `shapes` (inputs and
@@ -296,3 +365,25 @@ class Adapter(ABC):
     def versions(self) -> dict[str, str]:
         """Installed versions of `distribution` and `runtime_distributions`, for provenance."""
         return installed_versions((self.distribution, *self.runtime_distributions))
+
+
+def contract_breach(adapter: Adapter) -> str | None:
+    """What a registered adapter lacks, as one line naming its class and the member to add, or None. Checked when
+    the adapter is registered, so a missing method fails there rather than at the first cell that needs it."""
+    cls = type(adapter)
+
+    def own(member: str) -> bool:  # defined by the adapter's class or a base between it and Adapter
+        return getattr(cls, member) is not getattr(Adapter, member)
+
+    # namespace and to_numpy are abstract: Python refuses to instantiate a class without them, naming the method.
+    for members in (("algorithms", "capability"), ("transforms", "build", "prepare")):
+        if not any(own(m) for m in members):
+            return f"adapter class {cls.__name__} lacks {' or '.join(members)}; define it on the class"
+    if not own("build") and not own("prepare") and not own("capability"):
+        declared = {*adapter.algorithms, *(op for table in adapter.variant_algorithms.values() for op in table)}
+        missing = [op for op in declared if op not in adapter.transforms
+                   and any(adapter.capability(op, variant).supported for variant in adapter.variants)]
+        if missing:
+            return (f"adapter class {cls.__name__} declares {sorted(missing)[0]} supported but has no transform for "
+                    f"it; add it to `transforms` or override build")
+    return None

@@ -1,9 +1,14 @@
 """Every `adcompare_*` hook. Plugins implement them with `@adcompare.hookimpl`."""
+# mypy: disable-error-code="empty-body"
+# (a hookspec is a signature: pluggy never calls its body)
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 import pluggy
+
+from adcompare.model.problem import Problem
+from adcompare.plugin.adapter import Adapter
 
 PROJECT = "adcompare"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -11,12 +16,12 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def adcompare_adapters() -> Iterable["adcompare.Adapter"]:  # noqa: F821
+def adcompare_adapters() -> Iterable[Adapter]:
     """Return adapter instances. Called once when the plugin manager is built, in the parent and in workers."""
 
 
 @hookspec
-def adcompare_problems() -> Iterable["adcompare.model.problem.Problem"]:  # noqa: F821
+def adcompare_problems() -> Iterable[Problem]:
     """Return problems (or `@problem` definitions). Called once when the plugin manager is built."""
 
 

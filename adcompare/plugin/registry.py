@@ -21,7 +21,7 @@ import pluggy
 from adcompare.model.errors import PluginError, ProblemDefinitionError, unknown
 from adcompare.model.problem import Problem, ProblemDefinition, problems_in
 from adcompare.plugin import hookspecs
-from adcompare.plugin.adapter import Adapter
+from adcompare.plugin.adapter import Adapter, contract_breach
 
 ENTRY_POINT_GROUP = "adcompare"
 
@@ -70,6 +70,8 @@ def import_plugin(spec: str) -> ModuleType:
         if module_name in sys.modules:
             return sys.modules[module_name]
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise PluginError(f"--plugin {spec!r}: Python cannot load it as a module; give a .py file")
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[module_name] = module
         try:
@@ -149,6 +151,12 @@ def load(plugins: tuple[str, ...] = ()) -> Registry:
                 if owner in plugins:
                     raise PluginError(f"--plugin {owner!r}: {hook_name} raised {_describe(exc)}") from exc
                 broken.append(BrokenPlugin(owner, f"{hook_name} raised {_describe(exc)}"))
+                continue
+            breach = next(filter(None, map(contract_breach, items)), None) if kind == "adapter" else None
+            if breach and owner in plugins:
+                raise PluginError(f"--plugin {owner!r}: {breach}")
+            if breach:
+                broken.append(BrokenPlugin(owner, breach))
                 continue
             for item in items:
                 add(kind, table, item, owner)

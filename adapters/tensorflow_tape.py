@@ -1,0 +1,147 @@
+"""TensorFlow's operators, written with tf.GradientTape (reverse) and tf.autodiff.ForwardAccumulator (forward):
+`TRANSFORMS`, one per operator, of (tf, f) where f is f(w) or, per example, f(w, example).
+
+`tape.jacobian` and `tf.vectorized_map` vectorise with pfor and fall back to a `tf.while_loop` for an op pfor
+cannot convert; the fallback is logged by TensorFlow, caught by `TensorflowLogFilter` and recorded in the cell's
+details (`pfor_while_loop_fallbacks`), so a looped Jacobian is never reported as a vectorised one.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from adcompare.plugin.adapter import Transform
+
+PFOR = "pfor, or a tf.while_loop where pfor cannot convert an op (recorded per cell)"
+FALLBACK = "Using a while_loop for converting"
+EAGER_STRATEGY = "Using MirroredStrategy eagerly has significant overhead"
+RETRACING = "triggered tf.function retracing"
+
+
+class TensorflowLogFilter(logging.Filter):
+    """Collects pfor's while_loop fallbacks for the cell's details; drops the retracing warnings that eager
+    tape.jacobian / vectorized_map trigger on every call and MirroredStrategy's eager-overhead warning (both
+    documented in tensorflow.py, not news to a reader of stderr)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fallbacks: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if FALLBACK in message:
+            if len(self.fallbacks) < 20:
+                self.fallbacks.append(message.splitlines()[0][:300])
+            return False
+        return RETRACING not in message and EAGER_STRATEGY not in message
+
+
+def grad(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def gradient(w, *rest):
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            y = f(w, *rest)
+        return tape.gradient(y, w)
+
+    return gradient
+
+
+def jvp(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def forward(w, v, *rest):
+        with tf.autodiff.ForwardAccumulator(w, v) as acc:
+            y = f(w, *rest)
+        return acc.jvp(y, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    return forward
+
+
+def vjp(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def reverse(w, u):
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            y = f(w)
+        return tape.gradient(y, w, output_gradients=u, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    return reverse
+
+
+def jacrev(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def jacobian(w, *rest):
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            y = f(w, *rest)
+        return tape.jacobian(y, w, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    return jacobian
+
+
+def jacfwd(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    along = jvp(tf, f)
+
+    def jacobian(w, *rest):
+        n = int(np.prod(w.shape.as_list()))
+        basis = tf.reshape(tf.eye(n, dtype=w.dtype), [n] + w.shape.as_list())
+        columns = tf.vectorized_map(lambda e: along(w, e, *rest), basis)  # (n, *out)
+        rank = columns.shape.rank
+        rows = tf.transpose(columns, list(range(1, rank)) + [0])  # (*out, n)
+        return tf.reshape(rows, columns.shape.as_list()[1:] + w.shape.as_list())
+
+    return jacobian
+
+
+def hessian(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def second(w):
+        with tf.GradientTape() as outer:
+            outer.watch(w)
+            with tf.GradientTape() as inner:
+                inner.watch(w)
+                y = f(w)
+            g = inner.gradient(y, w)
+        return outer.jacobian(g, w, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    return second
+
+
+def hvp(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def forward_over_reverse(w, v):
+        with tf.autodiff.ForwardAccumulator(w, v) as acc:
+            with tf.GradientTape() as tape:
+                tape.watch(w)
+                y = f(w)
+            g = tape.gradient(y, w)
+        return acc.jvp(g, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    return forward_over_reverse
+
+
+def per_example(transform: Transform) -> Transform:
+    """`transform` of each example of the batch, through tf.vectorized_map."""
+    def mapped(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+        op = transform(tf, f)
+        return lambda w, batch: tf.vectorized_map(lambda example: op(w, example), batch)
+
+    return mapped
+
+
+TRANSFORMS: Mapping[str, Transform] = {
+    "value": lambda tf, f: f, "grad": grad, "jvp": jvp, "vjp": vjp, "jacfwd": jacfwd, "jacrev": jacrev,
+    "hessian": hessian, "hvp": hvp,
+    "vmap_grad": per_example(grad), "vmap_jacfwd": per_example(jacfwd), "vmap_jacrev": per_example(jacrev),
+}
+ALGORITHMS = {
+    "value": "plain evaluation",
+    "grad": "reverse mode (tf.GradientTape.gradient)",
+    "jvp": "forward mode (tf.autodiff.ForwardAccumulator.jvp)",
+    "vjp": "reverse mode (tf.GradientTape.gradient with output_gradients=u)",
+    "jacfwd": f"forward mode: tf.vectorized_map of ForwardAccumulator JVPs over the input basis ({PFOR})",
+    "jacrev": f"reverse mode: VJPs over output rows vectorised by tf.GradientTape.jacobian ({PFOR})",
+    "hessian": f"reverse-over-reverse: tf.GradientTape.jacobian of an inner GradientTape.gradient ({PFOR})",
+    "hvp": "forward-over-reverse: ForwardAccumulator.jvp of GradientTape.gradient",
+    "vmap_grad": f"tf.vectorized_map over examples of GradientTape.gradient ({PFOR})",
+    "vmap_jacfwd": f"tf.vectorized_map over examples of the forward-mode Jacobian above ({PFOR})",
+    "vmap_jacrev": f"tf.vectorized_map over examples of GradientTape.jacobian ({PFOR})",
+}

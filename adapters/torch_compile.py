@@ -1,0 +1,99 @@
+"""torch's `compiled` variant: torch.compile(fullgraph=True, dynamic=False) of a torch.func callable, held to one
+graph. Dynamo caches per code object and every torch.func wrapper shares one, so `torch._dynamo.reset()` runs
+before each compiled prepare; without it the recompile limit is hit and Dynamo silently runs eagerly. A graph
+break, a recompile in steady state or a first call that compiled nothing fails the cell instead; what Dynamo and
+inductor did (graphs, breaks, recompiles, cache hits) goes into the cell's details.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from adcompare.model.errors import CellFailure
+from adcompare.plugin.adapter import Prepared
+
+COMPILE_METHOD = "first call minus steady state"  # torch.compile compiles lazily, on the first call
+
+
+def _counters() -> dict[str, dict[str, int]]:
+    from torch._dynamo.utils import counters
+
+    return {group: dict(values) for group, values in counters.items()}
+
+
+def _inductor_cache_dir() -> Path:
+    """Where inductor will look; the worker points TORCHINDUCTOR_CACHE_DIR at a per-run folder."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:  # private module moved: fall back to the variable inductor documents
+        return Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")).resolve()
+    return Path(cache_dir())
+
+
+def _populated(path: Path) -> bool:
+    return path.is_dir() and any(path.iterdir())
+
+
+def _compile_details(before: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """What Dynamo and inductor did since `before`: graphs, graph breaks, recompiles, cache hits."""
+    after = _counters()
+
+    def delta(group: str, key: str | None = None) -> int:
+        new, old = after.get(group, {}), before.get(group, {})
+        keys = [key] if key else set(new) | set(old)
+        return sum(new.get(k, 0) - old.get(k, 0) for k in keys)
+
+    graphs = delta("stats", "unique_graphs")
+    hits, misses = delta("inductor", "fxgraph_cache_hit"), delta("inductor", "fxgraph_cache_miss")
+    state = "warm" if hits and not misses else "cold" if misses and not hits else "mixed" if hits else "unused"
+    details = {
+        "graphs_compiled": graphs,
+        "recompiles": max(0, graphs - 1),
+        "graph_breaks": delta("graph_break"),
+        "fallbacks": 0 if graphs else 1,
+        "fxgraph_cache_hits": hits,
+        "fxgraph_cache_misses": misses,
+        "aot_autograd_cache_hits": delta("aot_autograd", "autograd_cache_hit"),
+        "inductor_cache": state,
+    }
+    if not graphs:
+        raise CellFailure("torch.compile compiled no graph on the first call, so the cell would run eagerly; "
+                          "check for torch.compiler.disable or a skipped frame")
+    if details["graph_breaks"] or details["recompiles"]:
+        raise CellFailure(f"torch.compile: {details['graph_breaks']} graph break(s), {details['recompiles']} "
+                          f"recompile(s) on the first call; the compiled variant must be one graph")
+    return details
+
+
+def prepare_compiled(torch: ModuleType, fn: Callable[..., Any], args: tuple[Any, ...],
+                     details: dict[str, Any]) -> Prepared:
+    """`fn(*args)` under torch.compile, compiled on its first call; a graph break fails the cell."""
+    torch._dynamo.reset()  # fresh per cell: torch.func wrappers share one code object (see the module docstring)
+    torch._dynamo.config.fail_on_recompile_limit_hit = True  # never fall back to eager silently
+    torch.compiler.set_stance("default")  # the previous compiled cell left "fail_on_recompile" set
+    cache = _inductor_cache_dir()
+    details = {**details, "inductor_cache_dir": str(cache),
+               "inductor_cache_dir_before": "populated" if _populated(cache / "fxgraph") else "empty"}
+    before = _counters()
+    compiled = torch.compile(fn, fullgraph=True, dynamic=False)
+
+    def run() -> Any:
+        try:
+            return compiled(*args)
+        except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
+            # Unsupported: a construct Dynamo cannot trace; UserError: a guard on a data-dependent value
+            # (Python control flow on a tensor). Either one breaks the graph, which fullgraph forbids.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CellFailure(f"graph break under torch.compile(fullgraph=True): {first}; the compiled "
+                              f"variant does not fall back to eager") from exc
+
+    def after_first_call() -> Mapping[str, Any]:
+        found = _compile_details(before)
+        torch.compiler.set_stance("fail_on_recompile")  # a recompile during timing raises, not hides
+        return found
+
+    return Prepared(run, compile_seconds=None, compile_method=COMPILE_METHOD, details=details,
+                    after_first_call=after_first_call)
