@@ -106,7 +106,7 @@ class Outcome:
     error: str = ""  # prepare/run/sync/to_numpy raised
     breaches: tuple[str, ...] = ()
     check: Check | None = None  # None when the result had the wrong shape or was not finite
-    status: Status | None = None  # the verdict `adcompare run` gives the same first call (execution.first_call)
+    status: Status | None = None  # the verdict `adcompare run` gives the same first call (in_process.first_call)
     message: str = ""  # why, when the verdict is not ok
 
 
@@ -187,7 +187,7 @@ def _snapshot(inputs) -> dict[str, np.ndarray]:
 def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device: str = "cpu") -> Outcome:
     """Prepare and run a case twice in this process, synced, and check it against the contract and reference.
 
-    The first call and its verdict are `execution.first_call`'s, as in `adcompare run` and pytest-benchmark; what
+    The first call and its verdict are `in_process.first_call`'s, as in `adcompare run` and pytest-benchmark; what
     is the contract's own is the type `to_numpy` returns, the second run and the untouched inputs."""
     cell = Cell(case.problem, case.size, case.operator, adapter.name, case.variant, device, dtype)
     inputs = cell_inputs(problem, problem.size(case.size), case.operator, dtype)

@@ -191,7 +191,7 @@ def test_the_suites_class_scoped_fixtures_are_classmethods():
     assert [f.name for f in fixtures if "classmethod" not in {ast.unparse(d) for d in f.decorator_list}] == []
 
 
-# --- one verdict whichever path runs the cell (execution.first_call) ------------------------------------------
+# --- one verdict whichever path runs the cell (in_process.first_call) ------------------------------------------
 
 
 

@@ -101,7 +101,7 @@ def lstm_cell(size: str, operator: str = "grad", variant: str = "compiled") -> C
 
 
 def timed_out(cell: Cell) -> Measurement:
-    """A timeout as the parent writes it when it stops a worker (worker_process.py)."""
+    """A timeout as the parent writes it when it stops a worker (run/worker_handle.py)."""
     return Measurement(cell, Status.TIMEOUT, "ran past the 300 s cell timeout; worker stopped")
 
 

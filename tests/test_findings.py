@@ -1,4 +1,4 @@
-"""Findings in words: verdicts computed from results, flipping when the measurements flip (report/findings.py)."""
+"""Findings in words: verdicts computed from results, flipping when the measurements flip (analysis/findings.py)."""
 from __future__ import annotations
 
 import json

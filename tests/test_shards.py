@@ -14,7 +14,7 @@ from adcompare.study.estimate import estimate
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
 from adcompare.study.scope import prepare
-from adcompare.study.shards import ShardSpec, assign, loads, units
+from adcompare.study.shards import ShardSpec, assign, shard_seconds, units
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_the_union_of_all_shards_is_the_plan_with_no_cell_twice(registry, full, 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])
 def test_no_shard_of_the_full_suite_costs_over_one_and_a_half_times_the_mean(registry, full, n):
-    per_shard = loads(full.cells, estimate(registry, full.cells), n)
+    per_shard = shard_seconds(full.cells, estimate(registry, full.cells), n)
     assert max(per_shard) <= 1.5 * statistics.mean(per_shard), per_shard
 
 
@@ -63,11 +63,11 @@ def test_worker_groups_stay_whole_unless_one_costs_more_than_half_a_shard(regist
 def test_shard_option_lists_a_slice_and_rejects_nonsense(capsys):
     argv = ["run", "--problem", "exp_dot_loss", "--suite", "full", "--dry-run", "--json", "-o", "/nonexistent/x"]
     assert main(argv) == 0
-    whole = {row["key"] for row in json.loads(capsys.readouterr().out)["cells"]}
+    whole = {row["key"] for row in json.shard_seconds(capsys.readouterr().out)["cells"]}
     parts = []
     for k in (1, 2, 3):
         assert main([*argv, "--shard", f"{k}/3"]) == 0
-        out = json.loads(capsys.readouterr().out)
+        out = json.shard_seconds(capsys.readouterr().out)
         assert out["shard"] == f"{k}/3"
         parts.append({row["key"] for row in out["cells"]})
     assert set().union(*parts) == whole and sum(map(len, parts)) == len(whole)

@@ -35,7 +35,7 @@ class BrokenPlugin:
 @dataclass(frozen=True)
 class Registry:
     """Everything the loaded plugins provide; `plugins` are the `--plugin` specs workers must load again, and so
-    are `inputs` and `seed` (`--inputs` files and `--seed`, applied by `input_files.with_inputs`)."""
+    are `inputs` and `seed` (`--inputs` files and `--seed`, applied by `input_sources.with_inputs`)."""
 
     adapters: Mapping[str, Adapter]
     problems: Mapping[str, Problem]

@@ -37,49 +37,49 @@ class Column:
     shown: bool = True  # in the page's table; every column is in the CSV
     shown_when_filled: bool = False  # shown after all when any row has a value (device memory: only GPU cells do)
 
-    def value(self, m: Measurement, jo: RelativeCosts) -> str:
-        v = self.get(m, jo)
+    def value(self, m: Measurement, relative_costs: RelativeCosts) -> str:
+        v = self.get(m, relative_costs)
         return v if isinstance(v, str) else _num(v, 3 if self.kind == "error" else 4)
 
 
-def _t(attr: str) -> Callable[[Measurement, RelativeCosts], Any]:
-    return lambda m, jo: getattr(m.timing, attr) if m.timing else None
+def timing_field(attr: str) -> Callable[[Measurement, RelativeCosts], Any]:
+    return lambda m, costs: getattr(m.timing, attr) if m.timing else None
 
 
 def _cell_field(name: str) -> Callable[[Measurement, RelativeCosts], Any]:
-    return lambda m, jo: getattr(m.cell, name)
+    return lambda m, costs: getattr(m.cell, name)
 
 
-def _c(attr: str) -> Callable[[Measurement, RelativeCosts], Any]:
-    return lambda m, jo: getattr(m.check, attr) if m.check else None
+def check_field(attr: str) -> Callable[[Measurement, RelativeCosts], Any]:
+    return lambda m, costs: getattr(m.check, attr) if m.check else None
 
 
 COLUMNS: tuple[Column, ...] = (
     *(Column(f, _cell_field(f)) for f in FIELDS),
-    Column("status", lambda m, jo: m.status.value),
-    Column("support", lambda m, jo: m.support.value if m.support else ""),
-    Column("median_s", _t("median"), "seconds"),
-    Column("iqr_s", _t("iqr"), "seconds"),
-    Column("samples", lambda m, jo: len(m.timing.samples) if m.timing else None, "number"),
-    Column("calls_per_sample", _t("number"), "number", shown=False),
-    Column("first_call_s", _t("first_call"), "seconds", shown=False),
-    Column("compile_s", lambda m, jo: compile_seconds(m) if m.compiled else None, "seconds"),
-    Column("j_over_o", lambda m, jo: jo.get(m.merge_key), "ratio"),
-    Column("error", _c("error"), "error"),
-    Column("tolerance", _c("tolerance"), "error", shown=False),
-    Column("pairwise_error", _c("pairwise_error"), "error", shown=False),
-    Column("adjoint_error", _c("adjoint_error"), "error", shown=False),
-    Column("algorithm", lambda m, jo: m.algorithm),
-    Column("message", lambda m, jo: m.message),
-    Column("expected", lambda m, jo: expected_reason(m)),  # the known limitation a failure matches
-    Column("device_name", lambda m, jo: m.device_name, shown=False),
-    Column("machine", lambda m, jo: m.machine, shown=False),
-    Column("host_peak_bytes", lambda m, jo: m.host_peak_bytes, "number", shown=False),
-    Column("device_peak_bytes", lambda m, jo: m.device_peak_bytes, "number", shown=False, shown_when_filled=True),
-    Column("selector", lambda m, jo: m.cell.selector),
+    Column("status", lambda m, costs: m.status.value),
+    Column("support", lambda m, costs: m.support.value if m.support else ""),
+    Column("median_s", timing_field("median"), "seconds"),
+    Column("iqr_s", timing_field("iqr"), "seconds"),
+    Column("samples", lambda m, costs: len(m.timing.samples) if m.timing else None, "number"),
+    Column("calls_per_sample", timing_field("number"), "number", shown=False),
+    Column("first_call_s", timing_field("first_call"), "seconds", shown=False),
+    Column("compile_s", lambda m, costs: compile_seconds(m) if m.compiled else None, "seconds"),
+    Column("j_over_o", lambda m, costs: costs.get(m.merge_key), "ratio"),
+    Column("error", check_field("error"), "error"),
+    Column("tolerance", check_field("tolerance"), "error", shown=False),
+    Column("pairwise_error", check_field("pairwise_error"), "error", shown=False),
+    Column("adjoint_error", check_field("adjoint_error"), "error", shown=False),
+    Column("algorithm", lambda m, costs: m.algorithm),
+    Column("message", lambda m, costs: m.message),
+    Column("expected", lambda m, costs: expected_reason(m)),  # the known limitation a failure matches
+    Column("device_name", lambda m, costs: m.device_name, shown=False),
+    Column("machine", lambda m, costs: m.machine, shown=False),
+    Column("host_peak_bytes", lambda m, costs: m.host_peak_bytes, "number", shown=False),
+    Column("device_peak_bytes", lambda m, costs: m.device_peak_bytes, "number", shown=False, shown_when_filled=True),
+    Column("selector", lambda m, costs: m.cell.selector),
 )
 
-ENVIRONMENT = Column("environment", lambda m, jo: m.cell.environment)
+ENVIRONMENT = Column("environment", lambda m, costs: m.cell.environment)
 
 
 def columns_for(measurements: Iterable[Measurement]) -> tuple[Column, ...]:
@@ -96,9 +96,9 @@ def ordered(measurements: Iterable[Measurement]) -> list[Measurement]:
                                                m.cell.device, m.cell.dtype, m.cell.environment))
 
 
-def rows(measurements: Sequence[Measurement], jo: RelativeCosts,
+def rows(measurements: Sequence[Measurement], relative_costs: RelativeCosts,
          columns: Sequence[Column] = COLUMNS) -> list[list[str]]:
-    return [[c.value(m, jo) for c in columns] for m in measurements]
+    return [[c.value(m, relative_costs) for c in columns] for m in measurements]
 
 
 def to_csv(table: list[list[str]], columns: Sequence[Column] = COLUMNS) -> str:

@@ -131,20 +131,22 @@ def forward_reverse(palette: Palette, title: str, cells: list[Measurement], dims
     return Chart(title, panels, legend, columns=2)
 
 
-def relative(palette: Palette, title: str, cells: list[Measurement], jo: relative_cost.RelativeCosts) -> Chart | None:
+def relative(palette: Palette, title: str, cells: list[Measurement],
+             relative_costs: relative_cost.RelativeCosts) -> Chart | None:
     """J/O against size, one panel per cheap operator, with the cheap-gradient band where it applies."""
     axis = sizes.axis(m.cell.size for m in cells)
     by_op: dict[str, list[Measurement]] = defaultdict(list)
     for m in cells:
-        if m.merge_key in jo and m.cell.size in axis.x and m.cell.operator in relative_cost.PLOTTED_OPERATORS:
+        plotted = m.cell.operator in relative_cost.PLOTTED_OPERATORS
+        if plotted and m.merge_key in relative_costs and m.cell.size in axis.x:
             by_op[m.cell.operator].append(m)
     if not by_op:
         return None  # (one size is enough here: J/O is a ratio at each size, unlike a scaling curve)
     low, high = relative_cost.CHEAP_GRADIENT_BAND
     panels, every = [], []
     for op in sorted(by_op, key=operator_order):
-        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: jo[m.merge_key],
-                        lambda m: f"{entry(m)} {m.cell.size} ×{jo[m.merge_key]:.3g}")
+        series = _lines(palette, by_op[op], lambda m: axis.x[m.cell.size], lambda m: relative_costs[m.merge_key],
+                        lambda m: f"{entry(m)} {m.cell.size} ×{relative_costs[m.merge_key]:.3g}")
         every += series
         band = (low, high, f"cheap-gradient bound {low:g}–{high:g}") \
             if op in relative_cost.BOUNDED_OPERATORS else None

@@ -165,7 +165,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     out_dir.mkdir(parents=True, exist_ok=True)
     ms = cells_table.ordered(results.measurements)
     boot = bootstrap.Bootstrap()
-    jo = relative_cost.ratios(ms)
+    relative_costs = relative_cost.ratios(ms)
     summaries = summary.summarize(ms, boot)
     compile_items = compile_cost.costs(ms)
     clock.mark("summary")
@@ -176,7 +176,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         palette.colour(adapter)
     scaling: list[Figure] = []
     relative: list[Figure] = []
-    crossing: list[Figure] = []
+    forward_reverse_figures: list[Figure] = []
     compiling: list[Figure] = []
     labels = {machine.id: machine.label for machine in results.machines}
     # Machines are named in titles only when one device was timed on several (a CPU box and a GPU box are told
@@ -190,7 +190,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         return " · ".join(filter(None, (label, f"environment {m.cell.environment}" if several_environments
                                         else "")))
 
-    glance = heatmap.heatmaps(ms, machine_label, boot)
+    overview_heatmaps = heatmap.heatmaps(ms, machine_label, boot)
     cores = device_series.cores_by_machine(results.provenance)
     found = findings.findings(ms, boot, cores)
     clock.mark("overview")
@@ -202,12 +202,12 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         title = " · ".join(part for part in (problem, machine, device, dtype) if part)
         if (chart := figures.scaling(palette, title, cells)) is not None:
             scaling.append(Figure(title, chart))
-        if (chart := figures.relative(palette, title, cells, jo)) is not None:
+        if (chart := figures.relative(palette, title, cells, relative_costs)) is not None:
             relative.append(Figure(title, chart))
     for (machine, device, dtype), cells in _per_hardware(ms, machine_label).items():
         title = " · ".join(part for part in (machine, device, dtype) if part)
         if (chart := figures.forward_reverse(palette, title, cells, dims)) is not None:
-            crossing.append(Figure(title, chart))
+            forward_reverse_figures.append(Figure(title, chart))
         items = compile_cost.at_largest_size([k for k in compile_items if k.compiled.cell.device == device
                                               and k.compiled.cell.dtype == dtype
                                               and machine_label(k.compiled) == machine])
@@ -220,14 +220,15 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     if figures_dir is not None:
         from adcompare.report import paper  # matplotlib is an optional extra: imported only when figures are asked for
 
-        paper.write([("overview", h) for h in glance] + [
-            (section, f.chart) for section, items in (("scaling", scaling), ("forward-reverse", crossing),
+        paper.write([("overview", h) for h in overview_heatmaps] + [
+            (section, f.chart) for section, items in (("scaling", scaling),
+                                                      ("forward-reverse", forward_reverse_figures),
                                                       ("relative-cost", relative), ("compilation", compiling))
             for f in items] + [("across-devices", b.chart) for b in devices if b.chart is not None], figures_dir)
         clock.mark("paper figures")
 
     columns = cells_table.columns_for(ms)
-    table = cells_table.rows(ms, jo, columns)
+    table = cells_table.rows(ms, relative_costs, columns)
     csv_text = cells_table.to_csv(table, columns)
     (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
     payload = cells_table.payload(table, columns)
@@ -243,7 +244,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "warnings": results.warnings,
         "overview": _overview(ms),
         "summaries": summaries,
-        "heatmaps": glance,
+        "heatmaps": overview_heatmaps,
         "glyphs": heatmap.GLYPHS,
         "findings": found,
         "finding_rule": findings.RULE,
@@ -253,7 +254,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "expected_reason": expected_reason,
         "scaling": scaling,
         "relative": relative,
-        "crossing": crossing,
+        "forward_reverse_figures": forward_reverse_figures,
         "dims_unknown": sorted(dims.unknown),
         "band": relative_cost.CHEAP_GRADIENT_BAND,
         "bounded": relative_cost.BOUNDED_OPERATORS,

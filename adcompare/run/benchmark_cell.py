@@ -1,4 +1,4 @@
-"""One cell through pytest-benchmark, in-process: the shared first call and verdict (execution.first_call: prepare,
+"""One cell through pytest-benchmark, in-process: the shared first call and verdict (in_process.first_call: prepare,
 first call, shape and NaN checks, float64 reference), then `benchmark(run + sync)`.
 
 A cell that failed or gave NaN is not handed to pytest-benchmark (as `adcompare run` does not time it); its

@@ -2,7 +2,7 @@
 
 One JSON object per line. The parent writes a `Request` per cell on the worker's stdin; the worker writes on its
 result pipe (`--result-fd`) first a `WorkerInfo`, then one `CellRecord` per request. worker.py is the worker's
-side, worker_process.py the parent's. A worker in another environment (environments.py) runs that environment's
+side, worker_handle.py the parent's. A worker in another environment (environments.py) runs that environment's
 adcompare, so each side reads what it knows and keeps the rest: a request carries only the timing settings that
 differ from `TimingPolicy()`, and a worker record's unknown fields travel on in `WorkerInfo.extra`.
 """
