@@ -121,8 +121,8 @@ def assert_ba_value(value, *, rel: float = CPP_TOLERANCE) -> None:
     value = np.asarray(value)
     np.testing.assert_allclose(value[:10, :2], np.tile(BA_REPROJECTION, (10, 1)), rtol=0, atol=TOLERANCE)
     np.testing.assert_allclose(value[:10, 2], BA_WEIGHT_ERROR, rtol=0, atol=TOLERANCE)
-    for i, expected in enumerate(expected_ba_value()):
-        assert close(value[i], expected, rel), f"row {i}: {value[i]} vs ADBench's C++ {expected}"
+    for i, want in enumerate(expected_ba_value()):
+        assert close(value[i], want, rel), f"row {i}: {value[i]} vs ADBench's C++ {want}"
 
 
 def assert_ba_blocks(blocks, *, rel: float = CPP_TOLERANCE, atol: float = TOLERANCE) -> None:
@@ -132,9 +132,9 @@ def assert_ba_blocks(blocks, *, rel: float = CPP_TOLERANCE, atol: float = TOLERA
     for i in range(10):
         np.testing.assert_allclose(blocks[i, :2], BA_JACOBIAN_ROWS, rtol=0, atol=atol, err_msg=f"row {i}")
         assert blocks[i, 2, 14] == pytest.approx(BA_WEIGHT_ERROR_DERIVATIVE, abs=atol)
-    for i, expected in enumerate(expected_ba_blocks()):
-        assert close(blocks[i], expected, rel), f"row {i}: differs from ADBench's C++ by " \
-            f"{np.abs(blocks[i] - expected).max() / np.abs(expected).max():.2g} (normwise)"
+    for i, want in enumerate(expected_ba_blocks()):
+        assert close(blocks[i], want, rel), f"row {i}: differs from ADBench's C++ by " \
+            f"{np.abs(blocks[i] - want).max() / np.abs(want).max():.2g} (normwise)"
 
 
 # --- through NumPy ---------------------------------------------------------------------------------------------

@@ -70,8 +70,8 @@ class TestTorchCuda(AdapterConformance):
 
 class TestTensorflow(AdapterConformance):
     adapter = REGISTRY.adapters.get("tensorflow")
-    dtypes = ("float32",)  # float64 graph/XLA cells cost ~10 s more; tests/adapters/test_tensorflow.py has them
-    isolated_dtypes = ()
+    dtypes = ("float32",)
+    isolated_dtypes = ("float64",)  # in a worker: float64 for every operator in the graph and XLA variants
 
 
 class TestAutograd(AdapterConformance):

@@ -1,7 +1,10 @@
-"""Every available adapter × the quick suite's cells × variant × both dtypes, through real workers.
+"""The quick suite as `adcompare run` runs it — every available adapter × its cells × variant, float32 (the suite's
+dtype) — through real workers, timed.
 
 Each cell must agree with the float64 reference and, pairwise, with every other adapter that ran it; unsupported
 cells must say why. Known framework limitations are data in adcompare/verify/expectations.py, checked strictly.
+Float64 is checked once elsewhere: every (adapter, operator, variant) by tests/test_conformance.py (in-process, or
+in a worker for JAX and TensorFlow), every problem by tests/adapters/ (eager) and tests/test_suite_coverage.py (JAX).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from adcompare.study.plan import plan as make_plan
 from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()
-PLAN = make_plan(REGISTRY, Selection(suite="quick", dtypes=("float32", "float64")))
+PLAN = make_plan(REGISTRY, Selection(suite="quick"))
 CELLS = list(PLAN.cells) + [m.cell for m in PLAN.decided]
 QUICK = TimingPolicy(min_time=0.005, max_time=0.05, warmup_time=0.0, min_samples=3, block_time=0.001)
 

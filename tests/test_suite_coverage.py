@@ -1,32 +1,44 @@
-"""Every built-in problem at its smallest size: every operator through JAX (float64, the reference's dtype), and
-`value` plus one derivative through every other available adapter — check only, no timing."""
+"""The suites cover every operator family, adapter and variant, and every built-in problem runs through JAX at its
+smallest size — every operator, float64 (the reference's dtype), compiled where the problem compiles — through a
+worker, check only, no timing.
+
+One layer checks each thing once. The other adapters run every built-in problem at its smallest size, every
+operator, both dtypes, in tests/adapters/test_{torch,tensorflow,autograd}.py (`test_every_*operator_has_declared_
+shape_dtype_and_agrees`); every (adapter, operator, variant) on the conformance problems is tests/test_conformance.py;
+the quick suite through workers with timing and pairwise agreement is tests/test_matrix.py. Only the cells those
+layers skip by default are run here besides JAX's.
+"""
 from __future__ import annotations
 
 import pytest
 
 from adcompare.model.cell import Cell
+from adcompare.model.operators import OPERATORS, spec
 from adcompare.model.problem import applicable_operators
 from adcompare.plugin import registry as plugins
 from adcompare.run import runner
-from adcompare.study.plan import Plan, usable_adapters
+from adcompare.study.plan import Plan, Selection, usable_adapters
+from adcompare.study.plan import plan as make_plan
 from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()
 ADAPTERS, _ = usable_adapters(REGISTRY, ())
+# Float64 eager cells whose in-process twins tests/adapters/test_tensorflow.py marks slow (its HEAVY set, 2-6 s
+# each there) and so skips without -m slow: this layer keeps them, through a worker.
+SLOW_IN_ADAPTER_TESTS = (("tensorflow", "bundle_adjustment", "jacfwd"),)
 
 
 def _cells():
     cells = []
     for problem in REGISTRY.problems.values():
         smallest = problem.smallest_size.label
-        ops = applicable_operators(problem)
         variant = "compiled" if problem.compilable else "eager"
-        cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64") for op in ops]
-        first_derivative = next(op for op in ops if op != "value")
-        for adapter in ADAPTERS:
-            if adapter != "jax":
-                cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
-                          for op in dict.fromkeys(("value", first_derivative)) if op in ops]
+        if "jax" in ADAPTERS:
+            cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64")
+                      for op in applicable_operators(problem)]
+        cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
+                  for adapter, name, op in SLOW_IN_ADAPTER_TESTS
+                  if adapter in ADAPTERS and name == problem.name and op in applicable_operators(problem)]
     return cells
 
 
@@ -44,3 +56,23 @@ def coverage():
 def test_problem_runs_and_agrees(cell, coverage):
     m = coverage[cell.key]
     assert (why := unexpected(m, REGISTRY.problems)) is None, why
+
+
+def test_every_problem_and_operator_runs_through_jax():
+    if "jax" not in ADAPTERS:
+        pytest.skip("jax is not installed")
+    ran = {(c.problem, c.operator) for c in CELLS if c.adapter == "jax"}
+    assert ran == {(p.name, op) for p in REGISTRY.problems.values() for op in applicable_operators(p)}
+    assert {op for _, op in ran} == set(OPERATORS)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_quick_suite_covers_every_operator_family_adapter_and_variant(dtype):
+    """`adcompare run` with no selection runs the quick suite; every operator family and each adapter's every
+    planned variant that supports an operator must be in it, so the matrix (tests/test_matrix.py) runs them all."""
+    quick = make_plan(REGISTRY, Selection(suite="quick", dtypes=(dtype,)))
+    cells = list(quick.cells) + [m.cell for m in quick.decided]
+    assert {spec(c.operator).family for c in cells} == {spec(op).family for op in OPERATORS}
+    planned = {(name, v) for name in ADAPTERS for v in REGISTRY.adapters[name].planned_variants()
+               if any(REGISTRY.adapters[name].capability(op, v).supported for op in OPERATORS)}
+    assert {(c.adapter, c.variant) for c in quick.cells} == planned

@@ -37,13 +37,14 @@ def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
     compiled_fine = Cell("fine", "n3", "value", "jax", "compiled", "cpu", "float64")
     cells = [_cell("segfaults"), _cell("fine"), _cell("sigkilled"), _cell("raises"), _cell("makes_nan"),
              _cell("sleeps"), _cell("sleeps", "n4"), compiled_fine]
-    got = _run(fault_registry, cells, timeout=30.0)  # a safety net for the other cells (~0.5 s); sleeps sleeps 60 s
+    # The timeout stops `sleeps` (60 s) and is a safety net for the other cells: 10× their ~0.5 s.
+    got = _run(fault_registry, cells, timeout=5.0)
     assert got[_cell("segfaults")].status is Status.CRASHED and "SIGSEGV" in got[_cell("segfaults")].message
     assert got[_cell("sigkilled")].status is Status.CRASHED and "SIGKILL" in got[_cell("sigkilled")].message
     assert got[_cell("raises")].status is Status.FAILED
     assert "deliberate failure inside the problem" in got[_cell("raises")].message
     assert got[_cell("makes_nan")].status is Status.NAN
-    assert got[_cell("sleeps")].status is Status.TIMEOUT and "30 s cell timeout" in got[_cell("sleeps")].message
+    assert got[_cell("sleeps")].status is Status.TIMEOUT and "5 s cell timeout" in got[_cell("sleeps")].message
     skipped = got[_cell("sleeps", "n4")]
     assert skipped.status is Status.SKIPPED and "n3 timed out" in skipped.message
     for fine in (_cell("fine"), compiled_fine):  # the eager cell after a crash and the compiled one after a timeout
@@ -88,8 +89,8 @@ def test_killed_run_resumes_without_losing_or_duplicating_cells(tmp_path):
     assert before >= 2
     done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    lines = [json.loads(l) for l in out.read_text().splitlines()[1:] if l.strip()]
-    keys = [l["key"] for l in lines if l.get("record") == "cell"]
+    lines = [json.loads(line) for line in out.read_text().splitlines()[1:] if line.strip()]
+    keys = [r["key"] for r in lines if r.get("record") == "cell"]
     assert len(keys) == len(set(keys)) == len(load([out]).measurements)
     assert len(keys) > before
 
