@@ -51,11 +51,11 @@ def test_efficiency_is_one_device_time_over_d_times_d_device_time_from_the_raw_s
     for s in found:
         one = raw[s.first.cell.key]
         assert s.steps[0].efficiency is None  # the reference
-        for st in s.steps[1:]:
-            d_samples = raw[st.measurement.cell.key]
-            d = st.devices
+        for step in s.steps[1:]:
+            d_samples = raw[step.measurement.cell.key]
+            d = step.devices
             expected = np.median(one) / (d * np.median(d_samples))
-            point, low, high = st.efficiency
+            point, low, high = step.efficiency
             assert point == pytest.approx(expected, rel=1e-12)
             # every bootstrap ratio of medians lies between the extreme samples' ratios
             assert min(one) / max(d_samples) / d <= low <= point <= high <= max(one) / min(d_samples) / d

@@ -331,21 +331,44 @@ def _assert_compiled_ran(adapter_name: str, results: dict[str, object]) -> None:
         assert not skipped, f"compiled cases declared unsupported: {skipped}"
 
 
-@pytest.mark.parametrize("adapter_name", ADAPTERS)
-def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(adapter_name):
-    """GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
-    compilation), LSTM objective and gradient (compiled where the compiler keeps the loop: see UNROLLED)."""
-    _available(adapter_name)
-    results = _in_worker(adapter_name, cases_for(adapter_name, CASES))
-    _assert_goldens(results)
-    _assert_compiled_ran(adapter_name, results)
+class AdapterGoldens:
+    """The goldens through one adapter's worker. One class per adapter, so that the README's `--dist loadscope`
+    gives each adapter's run (minutes for JAX and TensorFlow) its own test process."""
+
+    adapter_name = ""
+
+    def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(self):
+        """GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
+        compilation), LSTM objective and gradient (compiled where the compiler keeps the loop: see UNROLLED)."""
+        _available(self.adapter_name)
+        results = _in_worker(self.adapter_name, cases_for(self.adapter_name, CASES))
+        _assert_goldens(results)
+        _assert_compiled_ran(self.adapter_name, results)
+
+    @pytest.mark.slow
+    def test_every_adapter_reproduces_adbench_goldens_compiled_slow(self):
+        """BA's forward-mode blocks compiled."""
+        _available(self.adapter_name)
+        results = _in_worker(self.adapter_name, cases_for(self.adapter_name, SLOW_CASES))
+        _assert_goldens(results)
+        _assert_compiled_ran(self.adapter_name, results)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("adapter_name", ADAPTERS)
-def test_every_adapter_reproduces_adbench_goldens_compiled_slow(adapter_name):
-    """BA's forward-mode blocks compiled."""
-    _available(adapter_name)
-    results = _in_worker(adapter_name, cases_for(adapter_name, SLOW_CASES))
-    _assert_goldens(results)
-    _assert_compiled_ran(adapter_name, results)
+class TestJaxGoldens(AdapterGoldens):
+    adapter_name = "jax"
+
+
+class TestTorchGoldens(AdapterGoldens):
+    adapter_name = "torch"
+
+
+class TestTensorflowGoldens(AdapterGoldens):
+    adapter_name = "tensorflow"
+
+
+class TestAutogradGoldens(AdapterGoldens):
+    adapter_name = "autograd"
+
+
+def test_every_adapter_has_its_goldens_class():
+    assert sorted(c.adapter_name for c in AdapterGoldens.__subclasses__()) == sorted(ADAPTERS)

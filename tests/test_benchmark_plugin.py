@@ -89,7 +89,8 @@ def test_a_users_own_project_benchmarks_its_problems(tmp_path):
     assert report.returncode == 0, report.stderr[-2000:]
     assert (tmp_path / "r" / "index.html").exists()
     plain = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adcompare-adapters",
-                            "jax", "--adcompare-problems", "my_square_sum"], cwd=tmp_path, capture_output=True, text=True)
+                            "jax", "--adcompare-problems", "my_square_sum"],
+                           cwd=tmp_path, capture_output=True, text=True)
     assert "skipped" in plain.stdout and "passed" not in plain.stdout, plain.stdout[-2000:]
 
 

@@ -136,7 +136,8 @@ def test_a_real_framework_is_within_tolerance_at_both_dtypes(problems):
     from array_api_compat import torch as xp
     from torch.func import hessian, jacfwd, jacrev
 
-    for name, size, operator, transform in [("f_r2_r3", "n2", "jacrev", jacrev), ("exp_dot_loss", "n100", "grad", jacrev),
+    for name, size, operator, transform in [("f_r2_r3", "n2", "jacrev", jacrev),
+                                            ("exp_dot_loss", "n100", "grad", jacrev),
                                             ("exp_dot_loss", "n10", "hessian", hessian),
                                             ("linear_layer", "n10-p64-o5", "jacfwd", jacfwd)]:
         p = problems[name]
@@ -224,7 +225,8 @@ def test_projection_is_the_same_in_another_process(problems):
     p = problems["exp_dot_loss"]
     right = correct("exp_dot_loss", "hessian", cell_inputs(p, p.size("n10"), "hessian", "float32"))
     here = measured(p, "n10", "hessian", "float32", right).check.projection
-    code = ("import sys, numpy as np; from adcompare.plugin import registry as plugins; from adcompare.verify.check import projection; "
+    code = ("import sys, numpy as np; from adcompare.plugin import registry as plugins; "
+            "from adcompare.verify.check import projection; "
             "p = plugins.load().problem('exp_dot_loss'); "
             "r = np.frombuffer(sys.stdin.buffer.read(), dtype=np.float32).reshape(10, 10); "
             "print(repr(projection(p, p.size('n10'), 'hessian', 'float32', r)))")
@@ -242,7 +244,8 @@ def _fake(cell_adapter: str, projection: float, operator="hessian", status=Statu
 
 
 def test_cross_check_flags_the_odd_adapter_out_and_keeps_the_majority():
-    ms = [_fake("jax", 2.0), _fake("torch", 2.0 + 1e-12), _fake("autograd", 2.001), _fake("tensorflow", 7.0, status=Status.NAN)]
+    ms = [_fake("jax", 2.0), _fake("torch", 2.0 + 1e-12), _fake("autograd", 2.001),
+          _fake("tensorflow", 7.0, status=Status.NAN)]
     out = cross_check(ms)
     assert [m.status for m in out] == [Status.OK, Status.OK, Status.MISMATCH, Status.NAN]
     assert out[0].check.pairwise_error < 1e-12 and out[3].check.pairwise_error is None

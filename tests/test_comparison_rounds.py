@@ -272,7 +272,8 @@ def test_scaling_every_candidate_cell_changes_the_shift_never_a_verdict(cells, c
     (shift,), (shifted,) = run_shifts(rows), run_shifts(scaled)
     assert shifted.ratio == pytest.approx(c * shift.ratio) and shifted.low == pytest.approx(c * shift.low)
     for r, s in zip(rows, scaled):
-        margin = min(abs(r.ratio.low / r.against - (1 + threshold)), abs(r.ratio.high / r.against * (1 + threshold) - 1))
+        margin = min(abs(r.ratio.low / r.against - (1 + threshold)),
+                     abs(r.ratio.high / r.against * (1 + threshold) - 1))
         if margin > 1e-9:  # exactly on the bar, rounding may tip it either way
             assert r.verdict.split()[0] == s.verdict.split()[0]  # same / slower / faster
     victim = data.draw(st.integers(0, len(cells) - 1))

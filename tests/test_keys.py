@@ -129,7 +129,8 @@ def test_the_meaning_is_recorded_and_old_records_are_upgraded():
     assert declared_compiles(cell("jit", adapter="someone")) == "eager"  # unknown adapter: the old name rule
     assert declared_compiles(cell("eager-fast", adapter="someone")) == ""
     # A recorded declaration wins over the names: a third party's "jit" that it declared eager stays eager.
-    assert Measurement.from_json({**data, "cell": cell("jit", adapter="someone").to_json(), "compiles": ""}).compiles == ""
+    declared = Measurement.from_json({**data, "cell": cell("jit", adapter="someone").to_json(), "compiles": ""})
+    assert declared.compiles == ""
     assert Measurement(cell(), Status.CRASHED, support="").support is None
 
 
@@ -241,7 +242,8 @@ def test_two_environments_on_one_machine_are_ranked_and_claimed_apart():
     # jacfwd/jacrev: 3× in `current`, 5× in `old`; torch twice as slow as jax in each environment
     ms = [cell(op, adapter, env, base * (3 if op == "jacfwd" and env == CURRENT else 5 if op == "jacfwd" else 1)
                * (2 if adapter == "torch" else 1))
-          for op in ("jacrev", "jacfwd") for adapter in ("jax", "torch") for env, base in ((CURRENT, 1e-5), ("old", 1e-3))]
+          for op in ("jacrev", "jacfwd") for adapter in ("jax", "torch")
+          for env, base in ((CURRENT, 1e-5), ("old", 1e-3))]
     verdicts = [v for s in summarize(ms, Bootstrap()) for v in s.every_size]
     assert len(verdicts) == 4  # 2 operators × 2 environments, not 2 groups of four rivals
     for v in verdicts:

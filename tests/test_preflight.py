@@ -80,7 +80,8 @@ def test_the_guides_dense_vjp_adapter_is_planned_too_large_instead_of_killed(cap
 
     plugin = Path(__file__).parent / "fixtures" / "thirdparty" / "numpy_fd" / "adcompare_numpy_fd.py"
     argv = ["run", "--plugin", str(plugin), "--adapter", "numpy-fd", "--problem", "tanh", "--operator", "vjp",
-            "--variant", "eager", "--suite", "full", "--dtype", "float32", "--dry-run", "--json", "-o", "/nonexistent/none.jsonl"]
+            "--variant", "eager", "--suite", "full", "--dtype", "float32", "--dry-run", "--json",
+            "-o", "/nonexistent/none.jsonl"]
     assert main(argv) == 0
     rows = {row["cell"]["size"]: row for row in json.loads(capsys.readouterr().out)["cells"]}
     assert rows["n1000000"]["status"] == "too_large"  # a 10⁶ × 10⁶ Jacobian: 4 TB in float32

@@ -4,8 +4,9 @@ A shard is a set of *units*; a unit is a worker group (`Cell.worker_group`) — 
 than half a shard, a run of its cells (sizes kept in order), each of which pays its own worker start-up. Units go
 largest first to the least loaded shard (LPT scheduling), ties broken by name, so every call with the same plan and
 estimate gives the same split. With every unit at most half the mean, no shard exceeds 1.5× the mean: balance wins
-over keeping a group whole: a shard's wall time is what a job waits for. Cells decided without running (unsupported, too large) go to a shard
-chosen from their key's hash, so the union of all N shards is exactly the plan, with no cell twice.
+over keeping a group whole, since a shard's wall time is what a job waits for. Cells decided without running
+(unsupported, too large) go to a shard chosen from their key's hash, so the union of all N shards is exactly the
+plan, with no cell twice.
 """
 from __future__ import annotations
 
