@@ -226,3 +226,64 @@ def test_every_adapter_reproduces_gradbench_goldens_slow_variants(adapter_name):
     if not cases:
         pytest.skip(f"adapter {adapter_name!r} has no slow variant")
     _assert_goldens(_in_worker(adapter_name, cases))
+
+
+# --- kmeans: GradBench's JSON input, and newton_dir's planning and numerical reference ---------------------------
+
+def _kmeans_json(path: Path, k: int = 3, n: int = 20, d: int = 2) -> str:
+    """GradBench's kmeans input as its evals/kmeans/run.py builds it (points, then centroids = points[-k:])."""
+    points = np.random.RandomState(7).rand(n, d).tolist()
+    path.write_text(json.dumps({"points": points, "centroids": points[-k:]}))
+    return str(path)
+
+
+def test_kmeans_reads_gradbenchs_json_and_no_other_problem_does(tmp_path):
+    from adcompare.verify.input_sources import with_inputs
+
+    path = _kmeans_json(tmp_path / "kmeans.json")
+    registry = with_inputs(plugins.load(), [path])
+    problem = registry.problem("kmeans")
+    (size,) = problem.sizes
+    assert size.source == path and size.as_dict() == {"k": 3, "n": 20, "d": 2}
+    assert [name for name, p in registry.problems.items() if any(s.source for s in p.sizes)] == ["kmeans"]
+    values = problem.inputs(size, "float64")
+    data = json.loads(Path(path).read_text())
+    assert np.array_equal(values["points"], data["points"]) and np.array_equal(values["centroids"], data["centroids"])
+
+
+def test_kmeans_json_is_planned_from_its_dimensions_alone(tmp_path):
+    from adcompare.problems.kmeans import read_header
+
+    assert read_header(_kmeans_json(tmp_path / "kmeans.json", k=4, n=30, d=5)) == {"k": 4, "n": 30, "d": 5}
+    (tmp_path / "other.json").write_text(json.dumps({"x": [1.0]}))
+    with pytest.raises(ValueError, match="not GradBench's kmeans input"):
+        read_header(str(tmp_path / "other.json"))
+
+
+def test_newton_dir_is_planned_only_where_a_problem_declares_it():
+    from adcompare.study.plan import Selection, plan
+
+    planned = plan(plugins.load(), Selection(operators=("newton_dir",), adapters=("jax",)))
+    assert {c.problem for c in planned.cells} == {"kmeans"}
+
+
+def test_newton_dir_numerical_reference_matches_the_closed_form_of_a_smooth_separable_function():
+    """Without a closed form, the reference differences: here Σ exp(xᵢ) + xᵢ⁴, whose Hessian is diagonal."""
+    from adcompare import problem
+    from adcompare.verify.reference import reference
+
+    @problem(sizes=[5], wrt="x", operators=("newton_dir",))
+    def separable(x, /, *, xp):
+        return xp.sum(xp.exp(x) + x ** 4)
+
+    @separable.inputs
+    def _(rng, n):
+        return {"x": rng.standard_normal(n)}
+
+    built = separable.build()
+    x = built.inputs(built.size("n5"), "float64")["x"]
+    ref = reference(built, "n5", "newton_dir", CellInputs(wrt=x, constants={}, batch=None, tangent=None,
+                                                          cotangent=None))
+    assert "second central difference" in ref.method
+    exact = (np.exp(x) + 4 * x ** 3) / (np.exp(x) + 12 * x ** 2)
+    assert scaled_error(ref.value, exact) <= max(10 * ref.error_bound, 1e-7)
