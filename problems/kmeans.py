@@ -58,7 +58,9 @@ def newton_direction(centroids, /, *, points):
     """Cⱼ − mean(Sⱼ) (GradBench's manual tool's `dir`): J ⊘ diag(H) with Jⱼ = Σ_{i∈Sⱼ} 2(Cⱼ − Pᵢ), diag(H)ⱼ = 2|Sⱼ|,
     Sⱼ the points nearest Cⱼ by NumPy's argmin (the first of tied centroids). The float64 reference, since
     second differences cross the minimum's kinks at GradBench's sizes."""
-    distances = ((points[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=-1)  # (n, k)
+    # (n, k) squared distances as the cost computes them: an (n, k, d) difference would take 1.3 GB at the largest size
+    distances = (points * points).sum(axis=1)[:, None] + (centroids * centroids).sum(axis=1)[None, :] \
+        - 2 * points @ centroids.T
     nearest = distances.argmin(axis=1)
     counts = np.bincount(nearest, minlength=len(centroids)).astype(np.float64)
     sums = np.zeros_like(centroids)
