@@ -82,7 +82,8 @@ def test_every_built_in_problem_builds_with_tags_docs_and_sizes(registry, suite)
         assert p.sizes, name
         assert ("per-example" in p.tags) == (p.batch is not None), name
     assert {n for n, p in suite.items() if "classic" in p.tags} == {"gmm", "gmm_posterior", "bundle_adjustment",
-                                                                             "lstm", "lse", "llsq", "det", "ode", "kmeans"}
+                                                                             "lstm", "lse", "llsq", "det", "ode",
+                                                                             "kmeans"}
     assert [n for n, p in suite.items() if not p.compilable] == ["control_loop"]
 
 
