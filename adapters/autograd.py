@@ -64,6 +64,18 @@ def hvp(ag: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
     return lambda w, v: at(w)[0](v)
 
 
+def newton_dir(ag: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    """∇f ⊘ ∇²f·1: make_jvp of autograd.grad along ones gives the gradient (its primal) and ∇²f·1, which is
+    diag(∇²f) where the problem's Hessian is diagonal."""
+    at = ag.make_jvp(ag.grad(f))
+
+    def direction(w: np.ndarray) -> np.ndarray:
+        g, h_ones = at(w)(np.ones_like(w))
+        return g / h_ones
+
+    return direction
+
+
 def per_example(op: Callable[..., Any]) -> Callable[..., Any]:
     """A Python loop of `op` over the examples of the batch, results stacked."""
     return lambda w, batch: np.stack([op(w, example) for example in batch])
@@ -91,6 +103,8 @@ class AutogradAdapter(Adapter):
         "hessian": "reverse-over-reverse: loop of VJPs of the gradient over its entries (autograd.hessian = "
                    "jacobian(jacobian))",
         "hvp": "reverse-over-reverse (autograd.make_hvp: VJP of autograd.grad)",
+        "newton_dir": "forward-over-reverse: autograd.make_jvp of autograd.grad along ones gives ∇f and ∇²f·1 in "
+                      "one pass; their quotient",
         "vmap_grad": Capability.emulated("Python loop over examples of autograd.grad", NO_VMAP),
         "vmap_jacfwd": Capability.emulated(
             "Python loop over examples of a Python loop of autograd.make_jvp over input basis vectors", NO_VMAP),
@@ -106,6 +120,7 @@ class AutogradAdapter(Adapter):
         "jacrev": lambda ag, f: ag.jacobian(f),
         "hessian": lambda ag, f: ag.hessian(f),
         "hvp": hvp,
+        "newton_dir": newton_dir,
         "vmap_grad": lambda ag, f: per_example(ag.grad(f)),
         "vmap_jacfwd": lambda ag, f: per_example(jacfwd(ag.make_jvp, f)),
         "vmap_jacrev": lambda ag, f: per_example(ag.jacobian(f)),

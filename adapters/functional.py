@@ -2,11 +2,27 @@
 one table of transforms and one of algorithms, for the adapters that hand it their framework's API."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from adcompare.plugin.adapter import Transform
 
-PER_EXAMPLE = (None, 0)  # vmap's in_axes / in_dims: wrt shared, the example argument mapped over its leading axis
+PER_EXAMPLE = (None, 0)
+
+
+def newton_dir(api: Any, f: Callable[..., Any]) -> Callable[..., Any]:
+    """∇f ⊘ ∇²f·1, forward over reverse: one JVP of the gradient along ones gives the gradient (its primal) and
+    H·1, which is diag(H) where H is diagonal (GradBench's kmeans tools: jvp(grad(cost), [C], [ones]))."""
+    gradient = api.grad(f)
+
+    def direction(w: Any) -> Any:
+        ones = w * 0 + 1  # ones of w's type, dtype and device, built from w alone: jax and torch.func alike
+        g, h_ones = api.jvp(gradient, (w,), (ones,))
+        return g / h_ones
+
+    return direction
+
+  # vmap's in_axes / in_dims: wrt shared, the example argument mapped over its leading axis
 
 TRANSFORMS: Mapping[str, Transform] = {  # f is f(w) or, per example, f(w, example), constants bound
     "value": lambda api, f: f,
@@ -17,6 +33,7 @@ TRANSFORMS: Mapping[str, Transform] = {  # f is f(w) or, per example, f(w, examp
     "jacrev": lambda api, f: api.jacrev(f),
     "hessian": lambda api, f: api.hessian(f),
     "hvp": lambda api, f: lambda w, v: api.jvp(api.grad(f), (w,), (v,))[1],
+    "newton_dir": newton_dir,
     "vmap_grad": lambda api, f: api.vmap(api.grad(f), PER_EXAMPLE),
     "vmap_jacfwd": lambda api, f: api.vmap(api.jacfwd(f), PER_EXAMPLE),
     "vmap_jacrev": lambda api, f: api.vmap(api.jacrev(f), PER_EXAMPLE),
@@ -34,6 +51,8 @@ def algorithms(api: str) -> dict[str, str]:
         "jacrev": f"reverse mode: vmap of VJPs over output basis ({api}.jacrev)",
         "hessian": f"forward-over-reverse ({api}.hessian = jacfwd(jacrev))",
         "hvp": f"forward-over-reverse ({api}.jvp of {api}.grad)",
+        "newton_dir": f"forward-over-reverse: {api}.jvp of {api}.grad along ones gives ∇f and ∇²f·1 in one pass; "
+                      f"their quotient",
         "vmap_grad": f"{api}.vmap of reverse-mode {api}.grad",
         "vmap_jacfwd": f"{api}.vmap of {api}.jacfwd",
         "vmap_jacrev": f"{api}.vmap of {api}.jacrev",

@@ -118,6 +118,20 @@ def hvp(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
     return forward_over_reverse
 
 
+def newton_dir(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    """∇f ⊘ ∇²f·1: a ForwardAccumulator along ones around the GradientTape of the gradient (nested, forward over
+    reverse) gives both in one pass; ∇²f·1 is diag(∇²f) where the problem's Hessian is diagonal."""
+    def direction(w):
+        with tf.autodiff.ForwardAccumulator(w, tf.ones_like(w)) as acc:
+            with tf.GradientTape() as tape:
+                tape.watch(w)
+                y = f(w)
+            g = tape.gradient(y, w)
+        return g / acc.jvp(g, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    return direction
+
+
 def per_example(transform: Transform) -> Transform:
     """`transform` of each example of the batch, through tf.vectorized_map."""
     def mapped(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
@@ -129,7 +143,7 @@ def per_example(transform: Transform) -> Transform:
 
 TRANSFORMS: Mapping[str, Transform] = {
     "value": lambda tf, f: f, "grad": grad, "jvp": jvp, "vjp": vjp, "jacfwd": jacfwd, "jacrev": jacrev,
-    "hessian": hessian, "hvp": hvp,
+    "hessian": hessian, "hvp": hvp, "newton_dir": newton_dir,
     "vmap_grad": per_example(grad), "vmap_jacfwd": per_example(jacfwd), "vmap_jacrev": per_example(jacrev),
 }
 ALGORITHMS = {
@@ -141,6 +155,8 @@ ALGORITHMS = {
     "jacrev": f"reverse mode: VJPs over output rows vectorised by tf.GradientTape.jacobian ({PFOR})",
     "hessian": f"reverse-over-reverse: tf.GradientTape.jacobian of an inner GradientTape.gradient ({PFOR})",
     "hvp": "forward-over-reverse: ForwardAccumulator.jvp of GradientTape.gradient",
+    "newton_dir": "forward-over-reverse: ForwardAccumulator.jvp along ones of GradientTape.gradient gives ∇f and "
+                  "∇²f·1 in one pass; their quotient",
     "vmap_grad": f"tf.vectorized_map over examples of GradientTape.gradient ({PFOR})",
     "vmap_jacfwd": f"tf.vectorized_map over examples of the forward-mode Jacobian above ({PFOR})",
     "vmap_jacrev": f"tf.vectorized_map over examples of GradientTape.jacobian ({PFOR})",

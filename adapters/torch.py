@@ -46,6 +46,8 @@ AUTOGRAD_ALGORITHMS: Mapping[str, Declared] = {
     "jacrev": "reverse mode: vmap of VJPs over output basis (torch.autograd.functional.jacobian, vectorize=True)",
     "hessian": "forward-over-reverse (torch.autograd.functional.hessian, outer forward-mode, vectorize=True)",
     "hvp": "reverse-over-reverse (torch.autograd.grad of torch.autograd.grad with create_graph=True)",
+    "newton_dir": "reverse-over-reverse: ∇f by torch.autograd.grad with create_graph=True, ∇²f·1 by torch.autograd"
+                  ".grad of it along ones (GradBench's pytorch tool: vjp and vhp); their quotient",
     **dict.fromkeys(("vmap_grad", "vmap_jacfwd", "vmap_jacrev"), NO_PER_EXAMPLE),
     **dict.fromkeys(("pmap_value", "pmap_grad"), Capability.unsupported(
         "the torch.distributed route differentiates each slice with torch.func; use variant 'eager'")),
@@ -79,6 +81,14 @@ def _hvp(torch: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
     return hvp
 
 
+def _newton_dir(torch: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
+    def newton_dir(w):
+        (g,) = torch.autograd.grad(f(w), w, create_graph=True)
+        return g.detach() / torch.autograd.grad(g, w, grad_outputs=torch.ones_like(w))[0]
+
+    return newton_dir
+
+
 # Classic torch.autograd, as an expert writes it: the graph is recorded on every call from a leaf that requires
 # grad (build passes such a leaf as w).
 AUTOGRAD_TRANSFORMS: Mapping[str, Transform] = {
@@ -91,6 +101,7 @@ AUTOGRAD_TRANSFORMS: Mapping[str, Transform] = {
     "hessian": lambda torch, f: lambda w: torch.autograd.functional.hessian(f, w, vectorize=True,
                                                                            outer_jacobian_strategy="forward-mode"),
     "hvp": _hvp,
+    "newton_dir": _newton_dir,
 }
 
 

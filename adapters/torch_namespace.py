@@ -86,7 +86,7 @@ def fixed_namespace() -> ModuleType:
 # hide that and cannot rescue hvp; instead such a float becomes a 0-d tensor of the tensor's dtype before the op,
 # which is what torch's promotion rules give it anyway. Applied only where it can matter: forward-mode torch.func
 # operators in cells narrower than float64 (a Python float is float64 already). Recorded in the cell's details.
-FORWARD_MODE = frozenset({"jvp", "jacfwd", "hessian", "hvp", "vmap_jacfwd"})
+FORWARD_MODE = frozenset({"jvp", "jacfwd", "hessian", "hvp", "newton_dir", "vmap_jacfwd"})
 SCALAR_FIX = ("Python floats meeting 0-d tensors made 0-d tensors of the tensor's dtype "
               "(TorchFunctionMode; torch.func forward mode otherwise upcasts tangents, pytorch/pytorch#90065)")
 _ARITHMETIC = frozenset({"add", "sub", "mul", "div", "true_divide", "pow", "__add__", "__radd__", "__sub__",

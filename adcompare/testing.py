@@ -72,9 +72,10 @@ from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
 from adcompare.verify.tolerance import scaled_error, tolerance
 
-# Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds).
+# Small built-in problems covering every operator: scalar output, vector output, per-example (both kinds), and
+# kmeans for the declared-only newton_dir.
 CONFORMANCE_PROBLEMS = (("f_xy", "n2"), ("f_r2_r3", "n2"), ("exp_dot_loss", "n10"),
-                        ("linear_layer", "n5-p8-o2"), ("linear_layer_rowsum", "n5-p8-o2"))
+                        ("linear_layer", "n5-p8-o2"), ("linear_layer_rowsum", "n5-p8-o2"), ("kmeans", "k10-n1000-d8"))
 # The data-parallel operators' problem: a batch of 16, split evenly across 1, 2, 4 or 8 devices. Only those
 # operators run on it (the others are covered by CONFORMANCE_PROBLEMS).
 DATA_PARALLEL_PROBLEMS = (("mlp_loss", "B16-h4"),)

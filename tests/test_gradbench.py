@@ -1,8 +1,9 @@
-"""GradBench's lse, llsq, det and ode (issue 25) against GradBench's own numbers.
+"""GradBench's lse, llsq, det, ode and kmeans (issue 25) against GradBench's own numbers.
 
 tests/fixtures/gradbench/<eval>.json were written by make_goldens.py beside them, from GradBench's code at commit
 f26651a7: each eval's generator (its inputs), its Python tools (jax: lse, llsq, ode; pytorch: lse) and its
-hand-written golden tool (tools/manual, C++; the only one for det). Held here:
+hand-written golden tool (tools/manual, C++; the only one for det); kmeans: jax (float64) and pytorch, cost and
+dir (adcompare's `value` and `newton_dir`). Held here:
 - adcompare's generators replay GradBench's draws bit for bit (sha256 of the float64 bytes);
 - through NumPy, every value and gradient (and ode's whole primal vector) equals every tool's;
 - every built-in adapter and variant, float64, in its own worker process (JAX's x64 switch is process-wide),
@@ -30,12 +31,18 @@ from adcompare.problems.ode import ode_solution
 
 from .conftest import FIXTURES
 
-EVALS = ("lse", "llsq", "det", "ode")
+EVALS = ("lse", "llsq", "det", "ode", "kmeans")
 ADAPTERS = ("jax", "torch", "tensorflow", "autograd")
 GRADBENCH_TOLERANCE = 1e-4  # GradBench's validator (python/gradbench/gradbench/comparison.py)
 TIGHT = 1e-12
 LOOSE_TOOLS = {("ode", "jax"): GRADBENCH_TOLERANCE}  # float32 (see the module docstring)
-OPERATORS = {"primal": "value", "gradient": "grad"}
+OPERATORS = {"primal": "value", "gradient": "grad"}  # GradBench's function → adcompare's operator
+EVAL_OPERATORS = {"kmeans": {"cost": "value", "dir": "newton_dir"}}  # evals whose functions are named otherwise
+DRAWN = {"kmeans": "points"}  # the input GradBench draws, where it is not the differentiated one
+
+
+def operators(evaluation: str) -> dict[str, str]:
+    return EVAL_OPERATORS.get(evaluation, OPERATORS)
 
 
 def goldens(evaluation: str) -> dict:
@@ -46,7 +53,8 @@ def size_label(evaluation: str, case: dict) -> str:
     """adcompare's size label for a golden case (GradBench's input fields and description)."""
     fields = case["input"]
     return {"lse": lambda: f"n{case['description'][2:]}", "llsq": lambda: f"n{fields['n']}-m128",
-            "det": lambda: f"ell{fields['ell']}", "ode": lambda: f"n1000-s{fields['s']}"}[evaluation]()
+            "det": lambda: f"ell{fields['ell']}", "ode": lambda: f"n1000-s{fields['s']}",
+            "kmeans": lambda: f"k{fields['k']}-n{fields['n']}-d{fields['d']}"}[evaluation]()
 
 
 def scaled_error(actual, expected) -> float:
@@ -82,12 +90,14 @@ def test_generated_inputs_are_gradbenchs_bit_for_bit(evaluation, index):
     case = goldens(evaluation)["cases"][index]
     problem = plugins.load().problem(evaluation)
     values = problem.inputs(problem.size(size_label(evaluation, case)), "float64")
-    drawn = values[problem.wrt]
+    drawn = values[DRAWN.get(evaluation, problem.wrt)]
     assert hashlib.sha256(np.asarray(drawn, dtype=np.float64).tobytes()).hexdigest() == case["input_sha256"]
     if evaluation == "llsq":
         assert values["t"].shape == (case["input"]["n"],)
     if evaluation == "ode":
         assert values["steps"].shape == (case["input"]["s"],)
+    if evaluation == "kmeans":  # GradBench's centroids = points[-k:]
+        assert np.array_equal(values["centroids"], values["points"][-case["input"]["k"]:])
 
 
 def test_goldens_name_gradbenchs_commit_and_tools():
@@ -95,7 +105,8 @@ def test_goldens_name_gradbenchs_commit_and_tools():
         record = goldens(evaluation)
         assert record["gradbench_commit"].startswith("f26651a7")
         assert "manual" in record["tools"]
-        assert all(set(case["primal"]) == set(record["tools"]) for case in record["cases"])
+        assert all(set(case[function]) == set(record["tools"]) for case in record["cases"]
+                   for function in operators(evaluation))
         assert len(record["cases"]) >= 2
 
 
@@ -105,7 +116,11 @@ def test_numpy_values_equal_every_gradbench_tool(evaluation, index):
     problem = plugins.load().problem(evaluation)
     values = problem.inputs(problem.size(size_label(evaluation, case)), "float64")
     wrt = values.pop(problem.wrt)
-    assert_matches_every_tool(evaluation, case, "primal", problem.bind(np, values)(wrt), f"{evaluation} numpy")
+    primal = next(iter(operators(evaluation)))
+    assert_matches_every_tool(evaluation, case, primal, problem.bind(np, values)(wrt), f"{evaluation} numpy")
+    closed_form = dict(problem.analytic).get("newton_dir")
+    if closed_form is not None:  # the reference's own closed form, against every tool's dir
+        assert_matches_every_tool(evaluation, case, "dir", closed_form(wrt, **values), f"{evaluation} analytic")
     if evaluation == "ode":  # GradBench's primal is the whole y(2); adcompare's value is its last entry
         whole = ode_solution(wrt, values["steps"], np)
         for tool in case["primal"]:
@@ -169,21 +184,21 @@ def adapter_cases(adapter_name: str, slow: bool) -> list[tuple[str, str, str, st
     """Every golden case × operator × variant of the adapter: the slow ones (`is_slow`) only when `slow`."""
     adapter = plugins.load().adapter(adapter_name)
     return [(e, size_label(e, case), operator, variant) for e in EVALS for case in goldens(e)["cases"]
-            for operator in OPERATORS.values() for variant in adapter.variants
+            for operator in operators(e).values() for variant in adapter.variants
             if is_slow(adapter, e, size_label(e, case), variant) == slow]
 
 
 def _assert_goldens(results: dict[str, object]) -> None:
     assert results, "no case ran"
     by_label = {(e, size_label(e, c)): c for e in EVALS for c in goldens(e)["cases"]}
-    function = {operator: f for f, operator in OPERATORS.items()}
     checked = set()
     for key, result in results.items():
         evaluation, label, operator, variant = key.split("/")
         if isinstance(result, dict) and "unsupported" in result:
             continue  # declared by the adapter (torch's eager-autograd has no `value` of its own)
         assert not isinstance(result, dict), f"{key}: {result}"
-        assert_matches_every_tool(evaluation, by_label[(evaluation, label)], function[operator], result, key)
+        function = {op: f for f, op in operators(evaluation).items()}[operator]
+        assert_matches_every_tool(evaluation, by_label[(evaluation, label)], function, result, key)
         checked.add((evaluation, label, operator))
     assert checked == {tuple(k.split("/")[:3]) for k in results}, "a case ran in no variant"
 
@@ -196,7 +211,8 @@ def _available(name: str) -> None:
 
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
 def test_every_adapter_reproduces_gradbench_goldens(adapter_name):
-    """Value and gradient of lse, llsq, det, ode at every golden size, every variant but the slow ones."""
+    """Value and gradient of lse, llsq, det, ode (kmeans: value and newton_dir) at every golden size, every
+    variant but the slow ones."""
     _available(adapter_name)
     _assert_goldens(_in_worker(adapter_name, adapter_cases(adapter_name, slow=False)))
 
@@ -210,3 +226,64 @@ def test_every_adapter_reproduces_gradbench_goldens_slow_variants(adapter_name):
     if not cases:
         pytest.skip(f"adapter {adapter_name!r} has no slow variant")
     _assert_goldens(_in_worker(adapter_name, cases))
+
+
+# --- kmeans: GradBench's JSON input, and newton_dir's planning and numerical reference ---------------------------
+
+def _kmeans_json(path: Path, k: int = 3, n: int = 20, d: int = 2) -> str:
+    """GradBench's kmeans input as its evals/kmeans/run.py builds it (points, then centroids = points[-k:])."""
+    points = np.random.RandomState(7).rand(n, d).tolist()
+    path.write_text(json.dumps({"points": points, "centroids": points[-k:]}))
+    return str(path)
+
+
+def test_kmeans_reads_gradbenchs_json_and_no_other_problem_does(tmp_path):
+    from adcompare.verify.input_sources import with_inputs
+
+    path = _kmeans_json(tmp_path / "kmeans.json")
+    registry = with_inputs(plugins.load(), [path])
+    problem = registry.problem("kmeans")
+    (size,) = problem.sizes
+    assert size.source == path and size.as_dict() == {"k": 3, "n": 20, "d": 2}
+    assert [name for name, p in registry.problems.items() if any(s.source for s in p.sizes)] == ["kmeans"]
+    values = problem.inputs(size, "float64")
+    data = json.loads(Path(path).read_text())
+    assert np.array_equal(values["points"], data["points"]) and np.array_equal(values["centroids"], data["centroids"])
+
+
+def test_kmeans_json_is_planned_from_its_dimensions_alone(tmp_path):
+    from adcompare.problems.kmeans import read_header
+
+    assert read_header(_kmeans_json(tmp_path / "kmeans.json", k=4, n=30, d=5)) == {"k": 4, "n": 30, "d": 5}
+    (tmp_path / "other.json").write_text(json.dumps({"x": [1.0]}))
+    with pytest.raises(ValueError, match="not GradBench's kmeans input"):
+        read_header(str(tmp_path / "other.json"))
+
+
+def test_newton_dir_is_planned_only_where_a_problem_declares_it():
+    from adcompare.study.plan import Selection, plan
+
+    planned = plan(plugins.load(), Selection(operators=("newton_dir",), adapters=("jax",)))
+    assert {c.problem for c in planned.cells} == {"kmeans"}
+
+
+def test_newton_dir_numerical_reference_matches_the_closed_form_of_a_smooth_separable_function():
+    """Without a closed form, the reference differences: here Σ exp(xᵢ) + xᵢ⁴, whose Hessian is diagonal."""
+    from adcompare import problem
+    from adcompare.verify.reference import reference
+
+    @problem(sizes=[5], wrt="x", operators=("newton_dir",))
+    def separable(x, /, *, xp):
+        return xp.sum(xp.exp(x) + x ** 4)
+
+    @separable.inputs
+    def _(rng, n):
+        return {"x": rng.standard_normal(n)}
+
+    built = separable.build()
+    x = built.inputs(built.size("n5"), "float64")["x"]
+    ref = reference(built, "n5", "newton_dir", CellInputs(wrt=x, constants={}, batch=None, tangent=None,
+                                                          cotangent=None))
+    assert "second central difference" in ref.method
+    exact = (np.exp(x) + 4 * x ** 3) / (np.exp(x) + 12 * x ** 2)
+    assert scaled_error(ref.value, exact) <= max(10 * ref.error_bound, 1e-7)

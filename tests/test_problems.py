@@ -43,6 +43,7 @@ SHAPES = {
     "llsq": ((), None),
     "det": ((), None),
     "ode": ((), None),
+    "kmeans": ((), None),
 }
 
 
@@ -81,7 +82,8 @@ def test_every_built_in_problem_builds_with_tags_docs_and_sizes(registry, suite)
         assert p.sizes, name
         assert ("per-example" in p.tags) == (p.batch is not None), name
     assert {n for n, p in suite.items() if "classic" in p.tags} == {"gmm", "gmm_posterior", "bundle_adjustment",
-                                                                             "lstm", "lse", "llsq", "det", "ode"}
+                                                                             "lstm", "lse", "llsq", "det", "ode",
+                                                                             "kmeans"}
     assert [n for n, p in suite.items() if not p.compilable] == ["control_loop"]
 
 
@@ -91,7 +93,8 @@ def test_declared_operators_apply_to_the_output_shapes(suite):
         out = output_shape(p, size)
         ex = example_output_shape(p, size) if p.batch else None
         for op in p.operators or ():
-            why = applicable(op, out_shape=out, example_out_shape=ex, has_batch=p.batch is not None)
+            why = applicable(op, out_shape=out, example_out_shape=ex, has_batch=p.batch is not None,
+                             declared=p.operators)
             assert why is None, f"{name}: declares {op} but {why}"
 
 

@@ -9,6 +9,9 @@ cell's D devices, one contiguous slice of B/D examples each, `wrt` replicated: `
 values, `pmap_grad` is each device's gradient of its slice's mean loss, averaged across devices (an all-reduce) —
 which is the gradient of the whole batch's mean loss, the quantity its reference computes. They are the only
 operators planned at D > 1.
+
+Declared-only operators (`newton_dir`) are planned only for problems whose `operators=` lists them: their result
+means what they say only under structure the problem vouches for (a diagonal Hessian), which no shape can tell.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ class OperatorSpec:
     takes: str | None = None  # "tangent" or "cotangent": the extra seeded vector it is applied to
     family: str = "first-order"
     data_parallel: bool = False  # splits the batch across the cell's devices (the only operators with D > 1)
+    declared_only: bool = False  # planned only for problems that list it in operators= (see the module docstring)
 
 
 _SPECS = [
@@ -53,6 +57,10 @@ _SPECS = [
     OperatorSpec("pmap_grad", "∇_x of the batch's mean of f(x, bᵢ): per-device gradients of each slice's mean, "
                  "averaged across D devices; shape of x", 1, scalar_output=True, per_example=True,
                  family=DATA_PARALLEL, data_parallel=True),
+    # GradBench's kmeans `dir`: J·H⁻¹ with H diagonal, H's diagonal taken as H·1 (exact only where H is diagonal).
+    OperatorSpec("newton_dir", "∇f(x) ⊘ diag(∇²f(x)), Newton's step for scalar f whose Hessian is diagonal (as "
+                 "the declaring problem vouches), diag(∇²f) computed as ∇²f·1; shape of x", 2, scalar_output=True,
+                 family="second-order", declared_only=True),
 ]
 OPERATORS: dict[str, OperatorSpec] = {s.name: s for s in _SPECS}
 
@@ -84,9 +92,13 @@ def devices_unfit(operator: str, devices: int, batch_size: int | None) -> str | 
 
 
 def applicable(operator: str, *, out_shape: tuple[int, ...], example_out_shape: tuple[int, ...] | None,
-               has_batch: bool) -> str | None:
-    """None when `operator` makes sense for a problem with these shapes, else why not (one line)."""
+               has_batch: bool, declared: tuple[str, ...] | None = None) -> str | None:
+    """None when `operator` makes sense for a problem with these shapes and declared operators (`declared`: its
+    `operators=`, None when it declares none), else why not (one line)."""
     s = spec(operator)
+    if s.declared_only and operator not in (declared or ()):
+        return (f"{operator} is planned only for a problem that declares it (operators=(..., {operator!r})): its "
+                f"meaning rests on structure the problem vouches for")
     if s.per_example:
         if not has_batch:
             return f"{operator} needs a batch argument (declare batch=... on the problem)"
@@ -120,6 +132,7 @@ def expected_shape(operator: str, *, wrt_shape: tuple[int, ...], out_shape: tupl
         "jacrev": (*out_shape, *wrt_shape),
         "hessian": (*wrt_shape, *wrt_shape),
         "hvp": wrt_shape,
+        "newton_dir": wrt_shape,
     }[operator]
 
 

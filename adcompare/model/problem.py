@@ -89,6 +89,10 @@ class Problem:
     compilable: bool = True  # False: data-dependent Python control flow; a compiler must fail it
     source: str = ""
     shape_function: Callable[..., Shapes] | None = None  # (**dims) -> Shapes, declared with @<name>.shapes
+    # (operator, f(wrt, **constants) -> float64 result in NumPy): the problem's own closed form of a derivative,
+    # declared with @<name>.analytic(operator); the float64 reference uses it instead of differencing (a tuple of
+    # pairs: a Problem is hashable)
+    analytic: tuple[tuple[str, Callable[..., np.ndarray]], ...] = ()
 
     @property
     def sizes_ascending(self) -> tuple[Size, ...]:
@@ -200,6 +204,7 @@ class ProblemDefinition:
         self.shape_function: Callable[..., Shapes] | None = None
         self.reader: Callable[[str], tuple[dict[str, int], Mapping[str, np.ndarray]]] | None = None
         self.header_reader: Callable[[str], dict[str, int]] | None = None
+        self.analytic_forms: dict[str, Callable[..., np.ndarray]] = {}
         self.__doc__ = function.__doc__
         self.__name__ = options["name"]
         self.__wrapped__ = function
@@ -254,6 +259,22 @@ class ProblemDefinition:
         self.header_reader = header_reader
         return header_reader
 
+    def analytic(self, operator: str):
+        """Register the problem's closed form of `operator`, `(wrt, **constants) -> ndarray` in NumPy float64, for
+        the reference where differencing cannot be trusted (kmeans' minimum has kinks closer than a second
+        difference's step). Hand-written, it shares no code with any framework."""
+        s = OPERATORS.get(operator)
+        if s is None or s.order == 0 or s.takes or s.per_example:
+            raise ProblemDefinitionError(f"problem {self.__name__!r}: analytic forms are for derivative operators of "
+                                         f"the point alone (grad, hessian, newton_dir, …), not {operator!r}"
+                                         f"{closest(operator, OPERATORS) if s is None else ''}")
+
+        def register(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+            self.analytic_forms[operator] = function
+            return function
+
+        return register
+
     def build(self) -> Problem:
         name = self.__name__
         if self.generator is None:
@@ -277,6 +298,7 @@ class ProblemDefinition:
             compilable=o["compilable"],
             source=f"{self.function.__module__}.{self.function.__qualname__}",
             shape_function=self.shape_function,
+            analytic=tuple(self.analytic_forms.items()),
         )
 
 
@@ -383,7 +405,8 @@ def applicable_operators(problem: Problem, size: Size | None = None) -> list[str
     out_shape = output_shape(problem, size)
     ex_shape = example_output_shape(problem, size) if problem.batch else None
     return [op for op in (problem.operators or OPERATORS)
-            if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
+            if applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None,
+                          declared=problem.operators)
             is None]
 
 # Shapes at one size. A problem may declare them from its dimensions (`@<problem>.shapes`, arithmetic only, nothing

@@ -60,8 +60,8 @@ SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family ti
 DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
 # operations, once per basis vector for arithmetic).
-OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "jacfwd": 2, "jacrev": 3, "hessian": 6,
-                    "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3, "pmap_value": 1, "pmap_grad": 3}
+OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "newton_dir": 6, "jacfwd": 2, "jacrev": 3,
+                    "hessian": 6, "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3, "pmap_value": 1, "pmap_grad": 3}
 
 
 @dataclass(frozen=True)

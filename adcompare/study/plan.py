@@ -153,7 +153,8 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
                              f"namespace): {type(exc).__name__}: {exc}; fix the problem or its inputs") from exc
         operators = sel.operators or problem.operators or tuple(OPERATORS)
         for op in operators:
-            why = applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None)
+            why = applicable(op, out_shape=out_shape, example_out_shape=ex_shape, has_batch=problem.batch is not None,
+                             declared=problem.operators)
             if why is None and problem.operators is not None and op not in problem.operators:
                 why = f"problem {problem.name!r} restricts its operators to {', '.join(problem.operators)}"
             if why:

@@ -85,6 +85,7 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("llsq", ("n16-m128",), ("grad",)),
     SuiteEntry("det", ("ell5",), ("grad",)),
     SuiteEntry("ode", ("n1000-s1",), ("grad",)),
+    SuiteEntry("kmeans", ("k10-n1000-d8",), ("newton_dir",)),  # GradBench's `dir`: forward over reverse
 )
 
 # The full suite: every built-in problem at three or more sizes spanning two decades or more (every size where it
@@ -167,6 +168,8 @@ FULL: tuple[SuiteEntry, ...] = (
     # compiler: ℓ = 8 only where one operation costs ~10 µs and nothing is traced, the others stop at ℓ = 6.
     _full("det", ("ell5", "ell6", "ell8"), sweep=("torch:eager", "autograd:eager"), others_at=("ell5", "ell6")),
     _full("ode", ("n1000-s1", "n1000-s10", "n100000-s10")),
+    # k·d from 80 to 16,000 centroid coordinates, n·k·d from 8·10⁴ to 1.6·10⁸ distance terms.
+    _full("kmeans", ("k10-n1000-d8", "k100-n1000-d16", "k1000-n10000-d16")),
 )
 
 # ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and

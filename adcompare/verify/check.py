@@ -122,7 +122,7 @@ def projection(problem: Problem, size: Size, operator: str, dtype: str, result: 
     u, v = _seeded_vectors(problem, size, dtype)
     left, right = {
         "value": (u, None), "jvp": (u, None), "vjp": (None, v), "grad": (None, v),
-        "jacfwd": (u, v), "jacrev": (u, v), "hvp": (None, v), "hessian": (v, v),
+        "jacfwd": (u, v), "jacrev": (u, v), "hvp": (None, v), "hessian": (v, v), "newton_dir": (None, v),
     }[operator]
     return _contract(left, r, right)
 

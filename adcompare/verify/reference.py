@@ -10,6 +10,15 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   a step per input scale, h = eps^(1/3)·max(1, |xᵢ|), and a Richardson error estimate (the same difference at 2h).
 - Second derivatives: central differences of that gradient (outer step eps^(1/3) over a complex-step gradient,
   eps^(1/4) over a central-difference one), again with a Richardson estimate; Hessians are symmetrised.
+- Analytic: where the problem declares its own closed form of the operator (`@<problem>.analytic(operator)`,
+  hand-written NumPy at float64), that is the reference, with a rounding-level error bound; it shares no code
+  with a framework. kmeans does for `newton_dir`: its minimum's kinks lie closer than a second difference's step.
+- `newton_dir` (∇f ⊘ diag ∇²f) without a closed form: per coordinate, the gradient entry by the first-derivative
+  route and the Hessian's diagonal entry by a second central difference along that coordinate,
+  (f(x + t·eᵢ) − 2f(x) + f(x − t·eᵢ)) / t² with t = eps^(1/4)·max(1, |xᵢ|) (rounding ~eps·|f|/t², truncation
+  O(t²)); its error estimate is the quotient at t against the quotient at 2t. The true diagonal, not ∇²f·1 as
+  the frameworks compute it: where the problem's claim of a diagonal Hessian is false, the two differ and the
+  cell fails. Past the budget it checks a seeded subset of coordinates (R·eᵢ).
 - Cost: the number of evaluations a full reference needs times the measured time of one NumPy evaluation
   (best of three). Counting elements or flops was tried and misjudged by 50× (GMM's evaluation is dominated by
   n·K·d² work on data that a size count does not see; small problems by ~35 µs of call overhead). A full
@@ -51,7 +60,8 @@ DIRECTION_SEED = 20240601  # seeds of the directional-check vectors: same everyw
 COMPLEX_STEP = 1e-20
 # Floors under the Richardson estimates: an estimate can vanish by luck (a quadratic has no third derivative).
 FLOOR = {"complex step": 1e-13, "central": 1e-10, "second order over complex step": 1e-9,
-         "second order over central": 1e-7}
+         "second order over central": 1e-7, "newton direction": 1e-7, "analytic": 1e-13}
+NEWTON_COORDINATES = 64  # the most coordinates a directional newton_dir reference checks (each one a Direction)
 
 Function = Callable[[np.ndarray], Any]
 
@@ -476,6 +486,51 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
                            f"of differencing)", worst, tuple(directions), len(directions) * per_bilinear)
 
 
+def _newton_coordinate(f: Function, x: np.ndarray, fx: float, i: int, differ: _Differ) -> tuple[float, float]:
+    """(∂f/∂xᵢ ⊘ ∂²f/∂xᵢ², scaled error estimate): the quotient at step t against the quotient at 2t."""
+    basis = np.zeros(x.size)
+    basis[i] = 1.0
+    e = basis.reshape(x.shape)
+    scale = max(1.0, abs(float(x.flat[i])))
+    g = float(differ.along(f, x, e, estimate=False)[0])  # complex step: exact to rounding at any step
+    g2 = g if differ.complex_step else float(_central(f, x, e, 2 * EPS ** differ.exponent * scale))
+    t = EPS ** 0.25 * scale
+
+    def second(step: float) -> float:
+        return (float(f(x + step * e)) - 2 * fx + float(f(x - step * e))) / (step * step)
+
+    q, q2 = g / second(t), g2 / second(2 * t)
+    return q, max(scaled_error(q, q2), FLOOR["newton direction"])
+
+
+def _newton_direction(problem: Problem, pt: _Point, budget: float) -> Reference:
+    """∇f ⊘ diag(∇²f) coordinate by coordinate (see the module docstring); a seeded subset past the budget."""
+    f, x = pt.function(problem), pt.x
+    differ, how = _choose(problem, f, x)
+    price = seconds_per_evaluation(differ, f, x)
+    per_coordinate = (2 * differ.evaluations(False) + 4) * price
+    fx = float(f(x))
+    what = f"gradient by {how}, diagonal by second central differences (step eps^(1/4)·max(1,|xᵢ|))"
+    full_cost = x.size * per_coordinate
+    if full_cost <= budget:
+        pairs = [_newton_coordinate(f, x, fx, i, differ) for i in range(x.size)]
+        value = np.array([q for q, _ in pairs]).reshape(x.shape)
+        return Reference(value, f"∇f ⊘ diag(∇²f), every coordinate: {what}", max(e for _, e in pairs),
+                         cost=full_cost)
+    count = int(min(x.size, NEWTON_COORDINATES, max(DIRECTIONS, budget // per_coordinate)))
+    chosen = np.random.default_rng([DIRECTION_SEED, 5]).choice(x.size, size=count, replace=False)
+    directions, worst = [], 0.0
+    for i in sorted(int(c) for c in chosen):
+        q, err = _newton_coordinate(f, x, fx, i, differ)
+        e = np.zeros(x.size)
+        e[i] = 1.0
+        directions.append(Direction(expected=np.asarray(q), right=e.reshape(x.shape)))
+        worst = max(worst, err)
+    return Reference(None, f"directional: R·eᵢ vs ∂ᵢf ⊘ ∂ᵢ²f at {count} seeded coordinates of {x.size}: {what} "
+                           f"(every coordinate would take ~{full_cost:.2g} s > {budget:.2g} s of differencing)",
+                     worst, tuple(directions), count * per_coordinate)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Entry point and cache
 
@@ -524,6 +579,13 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
         if shape != ():
             raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a scalar-valued "
                                  f"function, f(x) has shape {shape}")
+    closed_form = dict(problem.analytic).get(operator)
+    if closed_form is not None:
+        value = np.asarray(closed_form(pt.x, **pt.constants), dtype=np.float64)
+        return Reference(value, f"analytic: the closed form problem {problem.name!r} declares (NumPy, float64)",
+                         FLOOR["analytic"])
+    if operator == "newton_dir":
+        return _newton_direction(problem, pt, budget)
     if op.order == 2:
         return _second_order(problem, pt, operator, budget)
     return _first_order(problem, pt, operator, budget)
