@@ -209,23 +209,46 @@ def _available(name: str) -> None:
         pytest.skip(f"adapter {name!r}: {avail.reason}")
 
 
-@pytest.mark.parametrize("adapter_name", ADAPTERS)
-def test_every_adapter_reproduces_gradbench_goldens(adapter_name):
-    """Value and gradient of lse, llsq, det, ode (kmeans: value and newton_dir) at every golden size, every
-    variant but the slow ones."""
-    _available(adapter_name)
-    _assert_goldens(_in_worker(adapter_name, adapter_cases(adapter_name, slow=False)))
+class AdapterGoldens:
+    """The goldens through one adapter's worker. One class per adapter, so that the README's `--dist loadscope`
+    gives each adapter's run its own test process."""
+
+    adapter_name = ""
+
+    def test_every_adapter_reproduces_gradbench_goldens(self):
+        """Value and gradient of lse, llsq, det, ode (kmeans: value and newton_dir) at every golden size, every
+        variant but the slow ones."""
+        _available(self.adapter_name)
+        _assert_goldens(_in_worker(self.adapter_name, adapter_cases(self.adapter_name, slow=False)))
+
+    @pytest.mark.slow
+    def test_every_adapter_reproduces_gradbench_goldens_slow_variants(self):
+        """torch.compile (7–16 s a cold compile) and det's larger recursions traced or at ℓ = 7 (see `is_slow`)."""
+        _available(self.adapter_name)
+        cases = adapter_cases(self.adapter_name, slow=True)
+        if not cases:
+            pytest.skip(f"adapter {self.adapter_name!r} has no slow variant")
+        _assert_goldens(_in_worker(self.adapter_name, cases))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("adapter_name", ADAPTERS)
-def test_every_adapter_reproduces_gradbench_goldens_slow_variants(adapter_name):
-    """torch.compile (7–16 s a cold compile) and det's larger recursions traced or at ℓ = 7 (see `is_slow`)."""
-    _available(adapter_name)
-    cases = adapter_cases(adapter_name, slow=True)
-    if not cases:
-        pytest.skip(f"adapter {adapter_name!r} has no slow variant")
-    _assert_goldens(_in_worker(adapter_name, cases))
+class TestJaxGoldens(AdapterGoldens):
+    adapter_name = "jax"
+
+
+class TestTorchGoldens(AdapterGoldens):
+    adapter_name = "torch"
+
+
+class TestTensorflowGoldens(AdapterGoldens):
+    adapter_name = "tensorflow"
+
+
+class TestAutogradGoldens(AdapterGoldens):
+    adapter_name = "autograd"
+
+
+def test_every_adapter_has_its_goldens_class():
+    assert sorted(c.adapter_name for c in AdapterGoldens.__subclasses__()) == sorted(ADAPTERS)
 
 
 # --- kmeans: GradBench's JSON input, and newton_dir's planning and numerical reference ---------------------------
