@@ -1,18 +1,28 @@
 """`--suite gradbench`: GradBench's evals at its eval scripts' default sizes with the functions they ask for, every
 adapter and variant, float64. The definition is written out here from GradBench's run.py files (gradbench/gradbench
-at f26651a) so that the suite is held to it, not to itself. Planning only: nothing runs."""
+at f26651a) so that the suite is held to it, not to itself. The suite tests plan only; the report tests read a
+real run."""
 from __future__ import annotations
 
+import html
 import itertools
 import json
+from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+from adcompare.analysis import gradbench
+from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
 from adcompare.model.problem import Size
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
+from adcompare.report import heatmap
+from adcompare.report.page import build
+from adcompare.store.results import load
 from adcompare.study.plan import Selection, plan, usable_adapters
 from adcompare.study.suites import SUITES, allows
 
@@ -41,13 +51,13 @@ DEFINITION = {
 
 
 @pytest.fixture(scope="module")
-def gradbench():
+def gradbench_plan():
     return plan(REGISTRY, Selection(suite="gradbench"))
 
 
-def test_the_suite_is_every_registered_eval_at_gradbenchs_default_sizes_with_its_functions(gradbench):
+def test_the_suite_is_every_registered_eval_at_gradbenchs_default_sizes_with_its_functions(gradbench_plan):
     assert "gradbench" in SUITES
-    cells = [*gradbench.cells, *(m.cell for m in gradbench.decided)]
+    cells = [*gradbench_plan.cells, *(m.cell for m in gradbench_plan.decided)]
     assert {c.problem for c in cells} == set(DEFINITION) & set(REGISTRY.problems)
     assert {"gmm_posterior", "bundle_adjustment", "lstm", "lse", "llsq", "det", "ode"} <= {c.problem for c in cells}
     for name, (sizes, operators) in DEFINITION.items():
@@ -61,16 +71,16 @@ def test_the_suite_is_every_registered_eval_at_gradbenchs_default_sizes_with_its
         assert got == set(itertools.product(expected_sizes, ops)), name
 
 
-def test_every_usable_adapter_and_variant_in_float64_only(gradbench):
-    assert {c.dtype for c in gradbench.cells} == {"float64"}
+def test_every_usable_adapter_and_variant_in_float64_only(gradbench_plan):
+    assert {c.dtype for c in gradbench_plan.cells} == {"float64"}
     usable, _ = usable_adapters(REGISTRY, ())
-    pairs = {(c.adapter, c.variant) for c in gradbench.cells}
+    pairs = {(c.adapter, c.variant) for c in gradbench_plan.cells}
     for name in usable:
         for variant in REGISTRY.adapter(name).variants:
             if (name, variant) == ("autograd", "compiled"):
                 continue  # no compiler: decided unsupported without running
             assert (name, variant) in pairs, (name, variant)
-    assert all(m.status is Status.UNSUPPORTED for m in gradbench.decided)
+    assert all(m.status is Status.UNSUPPORTED for m in gradbench_plan.decided)
 
 
 def test_a_problem_may_name_gradbenchs_axes_in_its_own_order():
@@ -93,3 +103,83 @@ def test_list_suites_shows_its_modelled_cost(capsys):
     assert main(["list", "--suites", "--json"]) == 0
     costs = {c["suite"]: c for c in json.loads(capsys.readouterr().out)}
     assert costs["gradbench"]["cells"] > 1000 and costs["gradbench"]["estimated_seconds"] > 0
+
+
+# --- the report as GradBench readers expect it, on a real run ------------------------------------------------------
+# tests/fixtures/gradbench_suite/results.jsonl was written by
+#   adcompare run --suite gradbench --size n2500,n16-m128,ell5,n1000-s1,d2-K5-n1000 --operator value,grad \
+#       --adapter jax,torch -o tests/fixtures/gradbench_suite/results.jsonl
+# (the smallest default size of gmm, lse, llsq, det and ode; every jax and torch variant; --size also runs ADBench's
+# gmm, which shares d2-K5-n1000 and is no GradBench eval). The figures below are recomputed from the file's raw
+# samples with NumPy, not through adcompare's loaders.
+FIXTURE = Path(__file__).parent / "fixtures" / "gradbench_suite" / "results.jsonl"
+EVAL_NAMES = {"gmm_posterior": "gmm", "bundle_adjustment": "ba"}
+
+
+def raw_medians() -> dict[tuple[str, str, str, str], float]:
+    """(problem, size, operator, 'adapter · variant') → median of the recorded samples, for every ok cell."""
+    out = {}
+    for line in FIXTURE.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("record") == "cell" and record["status"] == "ok":
+            c = record["cell"]
+            out[(c["problem"], c["size"], c["operator"], f"{c['adapter']} · {c['variant']}")] = \
+                float(np.median(record["timing"]["samples"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    index = build(load([FIXTURE]), out)
+    return index.read_text(encoding="utf-8")
+
+
+def test_the_eval_overview_has_evals_as_rows_and_each_tile_is_its_time_over_the_rows_fastest(page):
+    medians = raw_medians()
+    grads = {k: v for k, v in medians.items() if k[2] == "grad"}
+    assert "gmm" in {k[0] for k in grads}  # ADBench's gmm, run for its d2-K5-n1000 too: no GradBench eval
+    problems = sorted({k[0] for k in grads} & set(DEFINITION), key=lambda p: EVAL_NAMES.get(p, p))
+    assert len(problems) == 5
+    rows = gradbench.rows(load([FIXTURE]).measurements)
+    assert [(r.eval, r.operator) for r in rows] == [(EVAL_NAMES.get(p, p), "grad") for p in problems]
+    h = heatmap.evals("GradBench", rows, Bootstrap())
+    assert h is not None
+    for i, (problem, row) in enumerate(zip(problems, rows)):
+        size = {k[1] for k in grads if k[0] == problem}.pop()  # one size each in this run
+        assert h.rows[i] == f"{EVAL_NAMES.get(problem, problem)} · grad ({size})"
+        fastest = min(v for k, v in grads.items() if k[0] == problem)
+        for pair, m in row.cells.items():
+            tile = h.tiles[(i, h.columns.index(pair))]
+            key = (problem, size, "grad", pair)
+            if key in grads:
+                assert tile.text.rstrip("~") == heatmap.ratio_text(grads[key] / fastest), (key, tile.text)
+            else:
+                assert tile.text in {"✗", "⊘", "–", "·"}, (key, tile.text)
+    assert "GradBench evals" in page and 'href="#gradbench"' in page
+    for label in h.rows:
+        assert html.escape(label) in page
+
+
+def test_jo_per_eval_is_the_derivatives_median_over_the_values(page):
+    medians = raw_medians()
+    rows = gradbench.rows(load([FIXTURE]).measurements)
+    checked = 0
+    for row in rows:
+        for pair in row.cells:
+            grad, value = (medians.get((row.problem, row.size, op, pair)) for op in ("grad", "value"))
+            if grad is None or value is None:
+                assert pair not in row.relative
+                continue
+            assert row.relative[pair] == pytest.approx(grad / value, rel=1e-12)
+            assert f"<td>{row.relative[pair]:.3g}</td>" in page
+            checked += 1
+    assert checked >= 15  # jax and torch: most of 5 evals × their timed variants
+    assert "J/O per GradBench eval" in page
+
+
+def test_results_without_gradbench_evals_have_no_eval_view():
+    others = [m for m in load([FIXTURE]).measurements if m.cell.problem == "det"]
+    renamed = [replace(m, cell=replace(m.cell, problem="my_det")) for m in others]
+    assert gradbench.rows(renamed) == []
+    assert heatmap.evals("GradBench", [], Bootstrap()) is None

@@ -219,6 +219,12 @@ GRADBENCH: tuple[SuiteEntry, ...] = (
                slow_variants=tuple(OPERATORS)),
 )
 GRADBENCH_EVALS = {entry.problem: entry for entry in GRADBENCH}  # problem → its GradBench eval's entry
+GRADBENCH_NAMES = {"gmm_posterior": "gmm", "bundle_adjustment": "ba"}  # problem → eval name, where they differ
+
+
+def gradbench_eval(problem: str) -> str | None:
+    """GradBench's name for the eval `problem` reproduces (`gmm` for gmm_posterior), or None when it is none."""
+    return GRADBENCH_NAMES.get(problem, problem) if problem in GRADBENCH_EVALS else None
 
 SUITE_SUMMARIES = {
     "quick": "small explicit cells covering every operator family, float32 (the default)",
