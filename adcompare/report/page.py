@@ -234,7 +234,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     if figures_dir is not None:
         from adcompare.report import paper  # matplotlib is an optional extra: imported only when figures are asked for
 
-        paper.write([("overview", h) for h in overview_heatmaps] + [
+        paper.write([("overview", h) for h in overview_heatmaps] + [("gradbench", v["heatmap"]) for v in evals] + [
             (section, f.chart) for section, items in (("scaling", scaling),
                                                       ("forward-reverse", forward_reverse_figures),
                                                       ("relative-cost", relative), ("compilation", compiling))
