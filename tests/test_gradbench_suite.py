@@ -12,11 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adcompare.analysis import gradbench
 from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.problem import Size
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
@@ -183,3 +186,40 @@ def test_results_without_gradbench_evals_have_no_eval_view():
     renamed = [replace(m, cell=replace(m.cell, problem="my_det")) for m in others]
     assert gradbench.rows(renamed) == []
     assert heatmap.evals("GradBench", [], Bootstrap()) is None
+
+
+# --- the eval rows on any mix of sizes, pairs, failures and ties (Hypothesis) --------------------------------------
+PAIRS = (("jax", "eager"), ("jax", "compiled"), ("torch", "eager"), ("autograd", "eager"))
+LSE_SIZES = ("n2500", "n5000", "n10000")
+
+
+def _measurement(size, operator, pair, seconds, machine="m1"):
+    timing = Timing(tuple(seconds * (1 + k / 100) for k in range(5)), 1, seconds) if seconds else None
+    cell = Cell("lse", size, operator, *pair, "cpu", "float64")
+    return Measurement(cell, Status.OK if seconds else Status.TIMEOUT, "", "native", "", timing, machine=machine)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.tuples(st.sampled_from(LSE_SIZES), st.sampled_from(("value", "grad")),
+                                 st.sampled_from(PAIRS)),
+                       st.one_of(st.none(), st.sampled_from((1e-4, 2e-4, 1e-3))), min_size=1))
+def test_the_row_size_has_the_most_timed_pairs_and_jo_divides_the_same_sizes_medians(cells):
+    ms = [_measurement(size, op, pair, seconds) for (size, op, pair), seconds in cells.items()]
+    rows = gradbench.rows(ms)
+    grads = {(s, p): v for (s, op, p), v in cells.items() if op == "grad"}
+    if not grads:
+        assert rows == []
+        return
+    (row,) = rows
+    timed_pairs = {s: {p for (gs, p), v in grads.items() if gs == s and v} for s in {s for s, _ in grads}}
+    best = max(len(v) for v in timed_pairs.values())
+    assert len(timed_pairs[row.size]) == best
+    assert row.size == max((s for s in timed_pairs if len(timed_pairs[s]) == best), key=LSE_SIZES.index)
+    assert set(row.cells) == {f"{a} · {v}" for (s, (a, v)) in grads if s == row.size}
+    for (a, v) in PAIRS:
+        grad, value = cells.get((row.size, "grad", (a, v))), cells.get((row.size, "value", (a, v)))
+        name = f"{a} · {v}"
+        if grad and value:
+            assert row.relative[name] == pytest.approx(grad / value)
+        else:
+            assert name not in row.relative
