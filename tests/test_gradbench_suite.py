@@ -223,3 +223,10 @@ def test_the_row_size_has_the_most_timed_pairs_and_jo_divides_the_same_sizes_med
             assert row.relative[name] == pytest.approx(grad / value)
         else:
             assert name not in row.relative
+
+
+def test_a_file_fed_size_keeps_to_the_evals_functions():
+    size = Size((("d", 2), ("K", 3), ("n", 10)), source="/data/gmm_d2_K3.json", sha256="ab" * 32)
+    for op, expected in (("value", True), ("grad", True), ("hvp", False)):
+        cell = Cell("gmm_posterior", size.label, op, "jax", "compiled", "cpu", "float64")
+        assert allows("gradbench", cell, size, smallest_size="", slow=True, builtin=True) == expected, op
