@@ -2,9 +2,10 @@
 
 GradBench (gradbench/gradbench) publishes an eval × tool table; its readers look for the eval's derivative (its
 `gradient` or `jacobian`: every operator of the eval's `gradbench` suite entry but `value`) compared across tools at
-one size, and for the derivative ÷ primal ratio. The row's size is the largest at which the most adapter · variant
-pairs have a time, so a budgeted run (`--max-time`), whose fast pairs reach sizes the slow ones never do, still
-compares them; a pair without a time there keeps its measurement (failed, skipped, …) for the glyph.
+one size, and for the derivative ÷ primal ratio. The row's size is the one at which the most adapter · variant
+pairs have a time (then the most ran at all, then the largest), so a budgeted run (`--max-time`), whose fast pairs
+reach sizes the slow ones never do, still compares them; a pair without a time there keeps its measurement
+(failed, skipped, …) for the glyph.
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from dataclasses import dataclass
 from adcompare.analysis import relative_cost, sizes
 from adcompare.analysis.summary import entry, operator_order, timed
 from adcompare.model.measurement import Measurement
+from adcompare.model.status import Status
 from adcompare.study.suites import GRADBENCH_EVALS, gradbench_eval
+
+NOT_RUN = (Status.SKIPPED, Status.TOO_LARGE, Status.UNSUPPORTED)  # decided without running the cell
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,17 @@ def derivative_operators(problem: str, present: Iterable[str]) -> list[str]:
 
 
 def _size(members: list[Measurement]) -> str:
-    by_size: dict[str, set[str]] = defaultdict(set)
+    """The size with the most pairs timed, then the most that ran at all (a timeout says more than a skip), then
+    the largest."""
+    timed_at: dict[str, set[str]] = defaultdict(set)
+    ran_at: dict[str, set[str]] = defaultdict(set)
     for m in members:
-        timed_here = by_size[m.cell.size]  # every size run gets a key, timed or not
+        timed_here, ran_here = timed_at[m.cell.size], ran_at[m.cell.size]  # every size gets its keys
         if timed(m):
             timed_here.add(entry(m))
-    return max(by_size, key=lambda s: (len(by_size[s]), sizes.sort_key(s)))
+        if m.status not in NOT_RUN:
+            ran_here.add(entry(m))
+    return max(timed_at, key=lambda s: (len(timed_at[s]), len(ran_at[s]), sizes.sort_key(s)))
 
 
 def rows(measurements: Iterable[Measurement]) -> list[EvalRow]:
