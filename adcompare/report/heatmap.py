@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from adcompare.analysis import sizes
 from adcompare.analysis.bootstrap import Bootstrap
+from adcompare.analysis.gradbench import EvalRow
 from adcompare.analysis.summary import entry, operator_order, sample_key, timed
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
@@ -114,37 +115,59 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
             fastest[key] = m
     ratios = [m.measured.median / fastest[(m.cell.problem, m.cell.operator)].measured.median
               for m in chosen if timed(m)]
-    top = 10 ** max(1, math.ceil(math.log10(max(ratios, default=10))))
+    top = _top(ratios)
     if len(rows) * len(columns) > MAX_TILES:
         return _aggregated(title, chosen, columns, fastest, top, machine)
     labels = tuple(f"{p} · {op} ({next(m.cell.size for m in chosen if (m.cell.problem, m.cell.operator) == (p, op))})"
                    for p, op in rows)
     row_index = {r: i for i, r in enumerate(rows)}
     col_index = {c: j for j, c in enumerate(columns)}
-    tiles = {}
-    for m in chosen:
-        c = m.cell
-        where = f"{c.problem} · {c.operator} · {c.size} — {entry(m)}"
-        link = _filter(problem=c.problem, size=c.size, operator=c.operator, adapter=c.adapter, variant=c.variant,
-                       device=c.device, dtype=c.dtype, machine=machine and m.machine)
-        glyph = _glyph(m)
-        if glyph is not None:
-            text, fill, why = glyph
-            tile = Tile(text, fill, f"{where}: {why}", link)
-        else:
-            best = fastest[(c.problem, c.operator)]
-            ratio = m.measured.median / best.measured.median
-            interval = ""
-            r = boot.ratio(sample_key(best), best.measured, sample_key(m), m.measured) if m is not best else None
-            if r is not None:
-                interval = f" [{r.low:.2f}–{r.high:.2f}]"
-            what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
-            emulated = m.support is Support.EMULATED
-            tile = Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
-                        f"{where}: {what}; median {seconds(m.measured.median)}" + (" (emulated)" if emulated else ""),
-                        link, emulated)
-        tiles[(row_index[(c.problem, c.operator)], col_index[entry(m)])] = tile
+    tiles = {(row_index[(m.cell.problem, m.cell.operator)], col_index[entry(m)]):
+             _tile(m, fastest.get((m.cell.problem, m.cell.operator)), boot, top, machine) for m in chosen}
     return Heatmap(title, labels, columns, tiles, top, aggregated=False)
+
+
+def _top(ratios: Sequence[float]) -> float:
+    """The ratio at the darkest colour: the decade above the largest ratio, 10× at least."""
+    return 10 ** max(1, math.ceil(math.log10(max(ratios, default=10))))
+
+
+def _tile(m: Measurement, best: Measurement | None, boot: Bootstrap, top: float, machine: str) -> Tile:
+    """`m`'s tile: its time ÷ `best`'s (the row's fastest) with the bootstrap interval, or its glyph."""
+    c = m.cell
+    where = f"{c.problem} · {c.operator} · {c.size} — {entry(m)}"
+    link = _filter(problem=c.problem, size=c.size, operator=c.operator, adapter=c.adapter, variant=c.variant,
+                   device=c.device, dtype=c.dtype, machine=machine and m.machine)
+    glyph = _glyph(m)
+    if glyph is not None or best is None:
+        text, fill, why = glyph or ("✗", "#f4b6b6", m.status.value)
+        return Tile(text, fill, f"{where}: {why}", link)
+    ratio = m.measured.median / best.measured.median
+    interval = ""
+    r = boot.ratio(sample_key(best), best.measured, sample_key(m), m.measured) if m is not best else None
+    if r is not None:
+        interval = f" [{r.low:.2f}–{r.high:.2f}]"
+    what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
+    emulated = m.support is Support.EMULATED
+    return Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
+                f"{where}: {what}; median {seconds(m.measured.median)}" + (" (emulated)" if emulated else ""),
+                link, emulated)
+
+
+def evals(title: str, rows: Sequence[EvalRow], boot: Bootstrap, machine: str = "") -> Heatmap | None:
+    """GradBench's eval × tool overview: one row per eval's derivative operator at its row's size (see
+    analysis/gradbench.py), columns adapter · variant, tiles as in `build`; None without rows."""
+    if not rows:
+        return None
+    columns = tuple(sorted({name for row in rows for name in row.cells}))
+    col_index = {c: j for j, c in enumerate(columns)}
+    fastest = [min((m for m in row.cells.values() if timed(m)), key=lambda m: m.measured.median, default=None)
+               for row in rows]
+    top = _top([m.measured.median / best.measured.median for row, best in zip(rows, fastest) if best is not None
+                for m in row.cells.values() if timed(m)])
+    tiles = {(i, col_index[name]): _tile(m, best, boot, top, machine)
+             for i, (row, best) in enumerate(zip(rows, fastest)) for name, m in row.cells.items()}
+    return Heatmap(title, tuple(row.label for row in rows), columns, tiles, top, aggregated=False)
 
 
 def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, ...],

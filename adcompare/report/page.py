@@ -26,6 +26,7 @@ from adcompare.analysis import (
     correctness,
     findings,
     framework_bugs,
+    gradbench,
     relative_cost,
     significance,
     summary,
@@ -135,6 +136,18 @@ def _per_hardware(ms: Sequence[Measurement], machine_label: Callable[[Measuremen
     return dict(sorted(out.items()))
 
 
+def _gradbench_views(ms: Sequence[Measurement], machine_label: Callable[[Measurement], str],
+                     boot: bootstrap.Bootstrap) -> list[dict[str, Any]]:
+    """Per (machine, device, dtype) with GradBench evals: the eval × adapter · variant heatmap and the J/O table."""
+    out = []
+    for (machine, device, dtype), cells in _per_hardware(ms, machine_label).items():
+        rows = gradbench.rows(cells)
+        where = " · ".join(part for part in (machine, device, dtype) if part)
+        if (h := heatmap.evals(f"GradBench evals · {where}", rows, boot, machine)) is not None:
+            out.append({"where": where, "heatmap": h, "rows": rows, "columns": h.columns})
+    return out
+
+
 def _environment():
     env = jinja2.Environment(loader=jinja2.PackageLoader("adcompare", "report"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -191,6 +204,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
                                         else "")))
 
     overview_heatmaps = heatmap.heatmaps(ms, machine_label, boot)
+    evals = _gradbench_views(ms, machine_label, boot)
     cores = device_series.cores_by_machine(results.provenance)
     found = findings.findings(ms, boot, cores)
     clock.mark("overview")
@@ -220,7 +234,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
     if figures_dir is not None:
         from adcompare.report import paper  # matplotlib is an optional extra: imported only when figures are asked for
 
-        paper.write([("overview", h) for h in overview_heatmaps] + [
+        paper.write([("overview", h) for h in overview_heatmaps] + [("gradbench", v["heatmap"]) for v in evals] + [
             (section, f.chart) for section, items in (("scaling", scaling),
                                                       ("forward-reverse", forward_reverse_figures),
                                                       ("relative-cost", relative), ("compilation", compiling))
@@ -245,6 +259,7 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         "overview": _overview(ms),
         "summaries": summaries,
         "heatmaps": overview_heatmaps,
+        "gradbench": evals,
         "glyphs": heatmap.GLYPHS,
         "findings": found,
         "finding_rule": findings.RULE,

@@ -1,17 +1,18 @@
 """Named suites. `quick` is an explicit list of small cells covering every operator family and adapter; `full`
 is every size of every problem; `adbench` is ADBench's published benchmarks (GMM, BA, LSTM at the sizes and with
-the operators of ADBench's plots, float64, every variant), whose cells compare with ADBench's and GradBench's.
+the operators of ADBench's plots, float64, every variant), whose cells compare with ADBench's and GradBench's;
+`gradbench` is GradBench's evals at its eval scripts' default sizes with the functions they ask for, float64.
 
 The quick suite runs float32 unless dtypes are asked for, keeps slow variants (an adapter's `slow_variants`, e.g.
 torch.compile at ~7–16 s per cold compile) to the operators listed with them, and leaves out built-in problems it
 does not list. A problem from a plugin that the suite does not list runs at its smallest size (quick) or not at
 all (adbench). Sizes are matched on their dimensions, so `--seed` keeps a suite's cells. A size read from an input
 file (`--inputs`) was chosen explicitly, like `--size`: every suite runs it with every operator and variant, except
-`adbench`, which keeps to its operators.
+`adbench` and `gradbench`, which keep to their operators.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from adcompare.model.cell import Cell
 from adcompare.model.operators import OPERATORS
@@ -196,20 +197,55 @@ ADBENCH: tuple[SuiteEntry, ...] = (
                slow_variants=("value", "grad")),
 )
 
+# GradBench (gradbench/gradbench at f26651a, python/gradbench/gradbench/evals/<eval>/run.py): each eval script's
+# default sizes and the functions it asks a tool for — the objective (`value`) and its `gradient`/`jacobian`. An
+# eval here is the problem that reproduces it; a size GradBench runs that the problem does not declare (lstm's l = 6
+# and c = 8192) is not planned, and an eval whose problem is not registered (kmeans until it is built) plans nothing.
+# Sizes are matched on their dimensions in any order, so a problem may name its axes in its own order.
+GRADBENCH_LSTM = _labels(l=[2, 4, 6], c=[1024, 4096, 8192], b=[14])  # b: ADBench's 14-bit characters
+GRADBENCH: tuple[SuiteEntry, ...] = (
+    SuiteEntry("gmm_posterior", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100], n=[1_000]),
+               ("value", "grad"), slow_variants=("value", "grad")),  # objective, jacobian (-d, -k, -n defaults)
+    # --min 1 --max 14: ba1 … ba14; its jacobian is the sparse one: a dense 3 × 15 block per observation
+    SuiteEntry("bundle_adjustment", tuple(f"n{n}-m{m}-p{p}" for n, m, p in ADBENCH_BA[:14]),
+               ("value", "vmap_jacfwd", "vmap_jacrev"), slow_variants=("value", "vmap_jacfwd", "vmap_jacrev")),
+    SuiteEntry("lstm", GRADBENCH_LSTM, ("value", "grad"), slow_variants=("value", "grad")),
+    SuiteEntry("lse", _labels(n=[2_500 * 2 ** k for k in range(10)]), ("value", "grad"),
+               slow_variants=("value", "grad")),  # primal, gradient
+    SuiteEntry("llsq", _labels(n=[16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8196, 16392], m=[128]),
+               ("value", "grad"), slow_variants=("value", "grad")),  # 8196, 16392 as GradBench writes them
+    SuiteEntry("det", _labels(ell=range(5, 12)), ("value", "grad"), slow_variants=("value", "grad")),
+    SuiteEntry("ode", _labels(n=[1_000, 10_000, 100_000], s=[1, 10, 100]), ("value", "grad"),
+               slow_variants=("value", "grad")),
+    # cost and dir: every operator the problem declares, whichever its name for GradBench's dir (J·H⁻¹)
+    SuiteEntry("kmeans", _labels(k=[10, 100, 1000], n=[1_000, 10_000], d=[8, 16]), None,
+               slow_variants=tuple(OPERATORS)),
+)
+GRADBENCH_EVALS = {entry.problem: entry for entry in GRADBENCH}  # problem → its GradBench eval's entry
+GRADBENCH_NAMES = {"gmm_posterior": "gmm", "bundle_adjustment": "ba"}  # problem → eval name, where they differ
+
+
+def gradbench_eval(problem: str) -> str | None:
+    """GradBench's name for the eval `problem` reproduces (`gmm` for gmm_posterior), or None when it is none."""
+    return GRADBENCH_NAMES.get(problem, problem) if problem in GRADBENCH_EVALS else None
+
 SUITE_SUMMARIES = {
     "quick": "small explicit cells covering every operator family, float32 (the default)",
     "full": "every problem at ≥ 3 sizes over ≥ 2 decades, every operator family, adapter and variant, both dtypes "
             "(~1 h on 2 CPU cores)",
     "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
                "gmm log posterior; objective and gradient/Jacobian, float64",
+    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans when built): "
+                 "objective and gradient/Jacobian, every adapter and variant, float64",
 }
 SUITES = tuple(SUITE_SUMMARIES)
-SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",)}  # default dtypes; `full`: every dtype
+# default dtypes; `full`: every dtype
+SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",), "gradbench": ("float64",)}
 
 
 def suite_devices(suite: str) -> tuple[int, ...]:
     """Every device count some entry of `suite` runs (the counts planned when --devices is not given)."""
-    entries = {"full": FULL, "adbench": ADBENCH}.get(suite, QUICK)
+    entries = {"full": FULL, "adbench": ADBENCH, "gradbench": GRADBENCH}.get(suite, QUICK)
     return tuple(sorted({d for e in entries for d in e.devices}))
 
 
@@ -217,12 +253,26 @@ def allows(suite: str, cell: Cell, size: Size, *, smallest_size: str, slow: bool
            devices_chosen: bool = False) -> bool:
     """Whether `suite` runs `cell` at `size` (`slow`: in one of its adapter's slow variants; `devices_chosen`:
     --devices named the device counts, which then hold for every entry)."""
-    if size.source and suite != "adbench":
+    if size.source and suite not in ("adbench", "gradbench"):
         return devices_chosen or cell.devices == 1
     if suite == "adbench":
         return any(e.allows(cell, size, slow, devices_chosen) for e in ADBENCH)
+    if suite == "gradbench":
+        gradbench = GRADBENCH_EVALS.get(cell.problem)
+        return gradbench is not None and gradbench.allows(cell, _in_order_of(size, gradbench), slow, devices_chosen)
     entries = [e for e in (FULL if suite == "full" else QUICK) if e.problem == cell.problem]
     if not entries:  # a plugin's problem: every size in `full`, the smallest in `quick`
         return not builtin and (suite == "full" or size.label == smallest_size and not slow) \
             and (devices_chosen or cell.devices == 1)
     return any(e.allows(cell, size, slow, devices_chosen) for e in entries)
+
+
+def _in_order_of(size: Size, entry: SuiteEntry) -> Size:
+    """`size` with its dimensions in the order of `entry`'s labels, when they are the same dimensions (GradBench's
+    axis order need not be the problem's: kmeans is k, n, d there)."""
+    mine = dict(size.dims)
+    for label in entry.sizes:
+        names = [part.rstrip("0123456789") for part in label.split("-")]
+        if sorted(names) == sorted(mine):
+            return replace(size, dims=tuple((name, mine[name]) for name in names))
+    return size
