@@ -200,7 +200,7 @@ ADBENCH: tuple[SuiteEntry, ...] = (
 # GradBench (gradbench/gradbench at f26651a, python/gradbench/gradbench/evals/<eval>/run.py): each eval script's
 # default sizes and the functions it asks a tool for — the objective (`value`) and its `gradient`/`jacobian`. An
 # eval here is the problem that reproduces it; a size GradBench runs that the problem does not declare (lstm's l = 6
-# and c = 8192) is not planned, and an eval whose problem is not registered (kmeans until it is built) plans nothing.
+# and c = 8192) is not planned, and an eval whose problem is not registered plans nothing.
 # Sizes are matched on their dimensions in any order, so a problem may name its axes in its own order.
 GRADBENCH_LSTM = _labels(l=[2, 4, 6], c=[1024, 4096, 8192], b=[14])  # b: ADBench's 14-bit characters
 GRADBENCH: tuple[SuiteEntry, ...] = (
@@ -235,7 +235,7 @@ SUITE_SUMMARIES = {
             "(~1 h on 2 CPU cores)",
     "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
                "gmm log posterior; objective and gradient/Jacobian, float64",
-    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans when built): "
+    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans): "
                  "objective and gradient/Jacobian, every adapter and variant, float64",
 }
 SUITES = tuple(SUITE_SUMMARIES)
