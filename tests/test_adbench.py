@@ -27,6 +27,7 @@ from adcompare.verify.input_sources import with_inputs
 from adcompare.verify.reference import reference, reference_value
 
 from .conftest import FIXTURES
+from .per_adapter import BUILT_IN_ADAPTERS, one_class_per_adapter
 
 ADBENCH = FIXTURES / "adbench"
 GMM_FILE, BA_FILE, LSTM_FILE = ADBENCH / "gmm" / "test.txt", ADBENCH / "ba" / "test.txt", \
@@ -64,7 +65,7 @@ BA_WEIGHT_ERROR_DERIVATIVE = -8.34044e-01
 LSTM_OBJECTIVE = 0.66666518
 LSTM_GRADIENT = json.loads((ADBENCH / "lstm" / "lstm_gradient.json").read_text())
 
-ADAPTERS = ("jax", "torch", "tensorflow", "autograd")
+ADAPTERS = BUILT_IN_ADAPTERS
 
 
 def _registry():
@@ -354,21 +355,4 @@ class AdapterGoldens:
         _assert_compiled_ran(self.adapter_name, results)
 
 
-class TestJaxGoldens(AdapterGoldens):
-    adapter_name = "jax"
-
-
-class TestTorchGoldens(AdapterGoldens):
-    adapter_name = "torch"
-
-
-class TestTensorflowGoldens(AdapterGoldens):
-    adapter_name = "tensorflow"
-
-
-class TestAutogradGoldens(AdapterGoldens):
-    adapter_name = "autograd"
-
-
-def test_every_adapter_has_its_goldens_class():
-    assert sorted(c.adapter_name for c in AdapterGoldens.__subclasses__()) == sorted(ADAPTERS)
+globals().update(one_class_per_adapter(AdapterGoldens))

@@ -30,9 +30,10 @@ from adcompare.plugin.adapter import CellInputs
 from adcompare.problems.ode import ode_solution
 
 from .conftest import FIXTURES
+from .per_adapter import BUILT_IN_ADAPTERS, one_class_per_adapter
 
 EVALS = ("lse", "llsq", "det", "ode", "kmeans")
-ADAPTERS = ("jax", "torch", "tensorflow", "autograd")
+ADAPTERS = BUILT_IN_ADAPTERS
 GRADBENCH_TOLERANCE = 1e-4  # GradBench's validator (python/gradbench/gradbench/comparison.py)
 TIGHT = 1e-12
 LOOSE_TOOLS = {("ode", "jax"): GRADBENCH_TOLERANCE}  # float32 (see the module docstring)
@@ -231,24 +232,7 @@ class AdapterGoldens:
         _assert_goldens(_in_worker(self.adapter_name, cases))
 
 
-class TestJaxGoldens(AdapterGoldens):
-    adapter_name = "jax"
-
-
-class TestTorchGoldens(AdapterGoldens):
-    adapter_name = "torch"
-
-
-class TestTensorflowGoldens(AdapterGoldens):
-    adapter_name = "tensorflow"
-
-
-class TestAutogradGoldens(AdapterGoldens):
-    adapter_name = "autograd"
-
-
-def test_every_adapter_has_its_goldens_class():
-    assert sorted(c.adapter_name for c in AdapterGoldens.__subclasses__()) == sorted(ADAPTERS)
+globals().update(one_class_per_adapter(AdapterGoldens))
 
 
 # --- kmeans: GradBench's JSON input, and newton_dir's planning and numerical reference ---------------------------
