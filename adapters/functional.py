@@ -7,7 +7,7 @@ from typing import Any
 
 from adcompare.plugin.adapter import Transform
 
-PER_EXAMPLE = (None, 0)
+PER_EXAMPLE = (None, 0)  # vmap's in_axes / in_dims: wrt shared, the example argument mapped over its leading axis
 
 
 def newton_dir(api: Any, f: Callable[..., Any]) -> Callable[..., Any]:
@@ -22,7 +22,6 @@ def newton_dir(api: Any, f: Callable[..., Any]) -> Callable[..., Any]:
 
     return direction
 
-  # vmap's in_axes / in_dims: wrt shared, the example argument mapped over its leading axis
 
 TRANSFORMS: Mapping[str, Transform] = {  # f is f(w) or, per example, f(w, example), constants bound
     "value": lambda api, f: f,
