@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from adcompare.analysis.findings import findings, top
 from adcompare.cli import tables
 from adcompare.cli.tables import err, out
 from adcompare.model.cell import Cell
@@ -168,7 +169,5 @@ def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_
 
 def print_findings(measurements: Sequence[Measurement]) -> None:
     """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
-    from adcompare.analysis.findings import findings, top  # only run and report print findings
-
     found = findings(measurements)
     tables.print_findings(out, top(found), len(found))
