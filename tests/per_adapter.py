@@ -1,10 +1,23 @@
-"""One test class per built-in adapter, made from a base class that reads `self.adapter_name`.
+"""Tests run once per built-in adapter: one test class per adapter, made from a base class that reads
+`self.adapter_name`, and the helpers they share (skip where a framework is missing, evaluate in a worker).
 
 pytest-xdist's `--dist loadscope` (the README's test command) keeps a class in one process: a class per adapter
 lets a module's adapters run their workers in different processes, where parametrizing one function would keep
 them all in one.
 """
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adcompare.plugin import registry as plugins
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BUILT_IN_ADAPTERS = ("jax", "torch", "tensorflow", "autograd")
 
@@ -14,3 +27,23 @@ def one_class_per_adapter(base: type, adapters: tuple[str, ...] = BUILT_IN_ADAPT
     names = {name: f"Test{name.capitalize()}{base.__name__}" for name in adapters}
     return {cls: type(cls, (base,), {"adapter_name": name, "__module__": base.__module__})
             for name, cls in names.items()}
+
+
+def skip_unless_installed(adapter_name: str) -> None:
+    """Skip the calling test, with the adapter's reason, where its framework is not installed."""
+    avail = plugins.load().adapter(adapter_name).available()
+    if not avail.installed:
+        pytest.skip(f"adapter {adapter_name!r}: {avail.reason}")
+
+
+def evaluate_in_worker(module: str, adapter_name: str, cases: object, timeout: float) -> dict[str, object]:
+    """`module.evaluate(adapter_name, cases)` in a fresh interpreter (one framework per process, as in a run), its
+    JSON result read back. `timeout` is a safety net far above what the cases take."""
+    code = (f"import json\nfrom {module} import evaluate\n"
+            f"print('RESULT' + json.dumps(evaluate({adapter_name!r}, {cases!r})))\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT"):])

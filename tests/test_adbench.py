@@ -10,10 +10,6 @@ relative. Every adapter runs in its own process (JAX's x64 switch is process-wid
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +23,7 @@ from adcompare.verify.input_sources import with_inputs
 from adcompare.verify.reference import reference, reference_value
 
 from .conftest import FIXTURES
-from .per_adapter import BUILT_IN_ADAPTERS, one_class_per_adapter
+from .per_adapter import BUILT_IN_ADAPTERS, evaluate_in_worker, one_class_per_adapter, skip_unless_installed
 
 ADBENCH = FIXTURES / "adbench"
 GMM_FILE, BA_FILE, LSTM_FILE = ADBENCH / "gmm" / "test.txt", ADBENCH / "ba" / "test.txt", \
@@ -282,21 +278,7 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, 
 
 def _in_worker(adapter_name: str, cases: dict) -> dict[str, object]:
     flat = [(p, o, v) for (p, o), variants in cases.items() for v in variants]
-    code = ("import json, sys\nfrom tests.test_adbench import evaluate\n"
-            f"print('RESULT' + json.dumps(evaluate({adapter_name!r}, {flat!r})))\n")
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env=env,
-                          timeout=1800)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT"):])
-
-
-def _available(name: str) -> None:
-    avail = plugins.load().adapter(name).available()
-    if not avail.installed:
-        pytest.skip(f"adapter {name!r}: {avail.reason}")
+    return evaluate_in_worker("tests.test_adbench", adapter_name, flat, timeout=1800)
 
 
 def _assert_goldens(results: dict[str, object]) -> None:
@@ -341,7 +323,7 @@ class AdapterGoldens:
     def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(self):
         """GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
         compilation), LSTM objective and gradient (compiled where the compiler keeps the loop: see UNROLLED)."""
-        _available(self.adapter_name)
+        skip_unless_installed(self.adapter_name)
         results = _in_worker(self.adapter_name, cases_for(self.adapter_name, CASES))
         _assert_goldens(results)
         _assert_compiled_ran(self.adapter_name, results)
@@ -349,7 +331,7 @@ class AdapterGoldens:
     @pytest.mark.slow
     def test_every_adapter_reproduces_adbench_goldens_compiled_slow(self):
         """BA's forward-mode blocks compiled."""
-        _available(self.adapter_name)
+        skip_unless_installed(self.adapter_name)
         results = _in_worker(self.adapter_name, cases_for(self.adapter_name, SLOW_CASES))
         _assert_goldens(results)
         _assert_compiled_ran(self.adapter_name, results)

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +27,7 @@ from adcompare.plugin.adapter import CellInputs
 from adcompare.problems.ode import ode_solution
 
 from .conftest import FIXTURES
-from .per_adapter import BUILT_IN_ADAPTERS, one_class_per_adapter
+from .per_adapter import BUILT_IN_ADAPTERS, evaluate_in_worker, one_class_per_adapter, skip_unless_installed
 
 EVALS = ("lse", "llsq", "det", "ode", "kmeans")
 ADAPTERS = BUILT_IN_ADAPTERS
@@ -160,15 +157,7 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[
 
 
 def _in_worker(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
-    code = ("import json\nfrom tests.test_gradbench import evaluate\n"
-            f"print('RESULT' + json.dumps(evaluate({adapter_name!r}, {cases!r})))\n")
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env=env,
-                          timeout=3600)  # a safety net, far above the ~1–3 min these take
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT"):])
+    return evaluate_in_worker("tests.test_gradbench", adapter_name, cases, timeout=3600)  # these take ~1–3 min
 
 
 def is_slow(adapter, evaluation: str, label: str, variant: str) -> bool:
@@ -204,12 +193,6 @@ def _assert_goldens(results: dict[str, object]) -> None:
     assert checked == {tuple(k.split("/")[:3]) for k in results}, "a case ran in no variant"
 
 
-def _available(name: str) -> None:
-    avail = plugins.load().adapter(name).available()
-    if not avail.installed:
-        pytest.skip(f"adapter {name!r}: {avail.reason}")
-
-
 class AdapterGoldens:
     """The goldens through one adapter's worker. One class per adapter, so that the README's `--dist loadscope`
     gives each adapter's run its own test process."""
@@ -219,13 +202,13 @@ class AdapterGoldens:
     def test_every_adapter_reproduces_gradbench_goldens(self):
         """Value and gradient of lse, llsq, det, ode (kmeans: value and newton_dir) at every golden size, every
         variant but the slow ones."""
-        _available(self.adapter_name)
+        skip_unless_installed(self.adapter_name)
         _assert_goldens(_in_worker(self.adapter_name, adapter_cases(self.adapter_name, slow=False)))
 
     @pytest.mark.slow
     def test_every_adapter_reproduces_gradbench_goldens_slow_variants(self):
         """torch.compile (7–16 s a cold compile) and det's larger recursions traced or at ℓ = 7 (see `is_slow`)."""
-        _available(self.adapter_name)
+        skip_unless_installed(self.adapter_name)
         cases = adapter_cases(self.adapter_name, slow=True)
         if not cases:
             pytest.skip(f"adapter {self.adapter_name!r} has no slow variant")
