@@ -43,12 +43,11 @@ from adcompare.analysis.significance import NOISE, Difference, judge
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.model.status import Status
+from adcompare.model.status import NOT_RUN
 from adcompare.run.timing import median_interval
 from adcompare.store.results import Results
 from adcompare.verify.check import scaled_error
 
-NOT_RUN = {Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED}  # decided without running: nothing to compare
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
 MIN_SHIFT_CELLS = 10  # fewer cells than this and the shift would be a few cells' own ratios: not estimated
 BETWEEN_ROUNDS = "between rounds"

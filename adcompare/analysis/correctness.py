@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from adcompare.analysis import sizes
 from adcompare.analysis.summary import entry, operator_order
 from adcompare.model.measurement import Measurement
-from adcompare.model.status import Status
+from adcompare.model.status import NOT_RUN, Status
 from adcompare.verify.expectations import expected_reason
-
-NOT_RUN = frozenset({Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED})
 
 
 def _worst(values: Iterable[float | None]) -> float | None:

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from adcompare.analysis import relative_cost, sizes
 from adcompare.analysis.summary import entry, operator_order, timed
 from adcompare.model.measurement import Measurement
-from adcompare.model.status import Status
+from adcompare.model.status import NOT_RUN
 from adcompare.study.suites import GRADBENCH_EVALS, gradbench_eval
-
-NOT_RUN = (Status.SKIPPED, Status.TOO_LARGE, Status.UNSUPPORTED)  # decided without running the cell
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from adcompare.cli import tables
 from adcompare.cli.pipeline import build_environments, execute, load_registry, plan_cells, selection
 from adcompare.cli.tables import err, out
 from adcompare.model.problem import Problem, Size
-from adcompare.model.status import Status
+from adcompare.model.status import NOT_RUN
 from adcompare.run.runner import RunOptions
 from adcompare.verify.expectations import expected_reason
 from adcompare.verify.reference import reference_value
@@ -41,7 +41,7 @@ def command(args: argparse.Namespace) -> int:
     else:
         tables.print_check_matrix(out, measurements, expected)
     failed = [m for m in measurements if m.status.is_failure and m.cell.key not in expected]
-    ran = [m for m in measurements if m.status not in (Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED)]
+    ran = [m for m in measurements if m.status not in NOT_RUN]
     if expected:
         err.print(f"[yellow]{len(expected)} cells failed as expected (known limitations, see the table)[/]")
     if failed:

@@ -41,3 +41,4 @@ MEANINGS = {
 }
 
 FAILURES = frozenset({Status.MISMATCH, Status.NAN, Status.FAILED, Status.CRASHED, Status.TIMEOUT})
+NOT_RUN = frozenset({Status.UNSUPPORTED, Status.TOO_LARGE, Status.SKIPPED})  # decided without running the cell
