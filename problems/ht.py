@@ -61,7 +61,7 @@ def _bone_angles(theta, bones, xp):
     return xp.concat([rest[:1], tx, rest[1:]]), xp.concat([rest[:1], tz, rest[1:]])
 
 
-@problem(sizes=HT_SIZES, wrt="params", tags=("classic", "wide"), operators=("value", "jacfwd", "jacrev"))
+@problem(sizes=HT_SIZES, wrt="params", tags=("classic", "tall"), operators=("value", "jacfwd", "jacrev"))
 def ht(params, /, *, points, corners, weights, base_positions, base_relatives, inverse_base_absolutes, parents,
        depth_masks, xp):
     """GradBench's hand tracking (python/gradbench/gradbench/tools/pytorch/ht_objective.py; its golden,
