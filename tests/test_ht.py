@@ -184,3 +184,29 @@ def test_a_cut_hand_file_or_a_missing_model_is_refused_with_the_reason(tmp_path)
     shutil.rmtree(path.parent / "model")
     with pytest.raises(ValueError, match="model folder"):
         file_size(problem, str(path))
+
+
+def test_every_declared_size_is_its_shipped_files_header():
+    """Sizes come from the files (c from the first line, the variant from the line count, v from the model), not
+    from their names: each declared size equals what planning reads from its shipped file."""
+    problem = plugins.load().problem("ht")
+    assert len(problem.sizes) == 24
+    for size in problem.sizes:
+        dims = size.as_dict()
+        variant = next(v for v, corners in ht_files.CORNERS.items() if corners == dims["corners"])
+        model = next(m for m, v in ht_files.MODEL_VERTICES.items() if v == dims["v"])
+        path = ht_files.shipped_hand(variant, model, dims["hand"])
+        assert _shipped_header(path, model) == dims, size.label
+
+
+def _shipped_header(path, model: str) -> dict[str, int]:
+    """hand, c, corners and v of a shipped hand file, counted here (its model folder is model_<model>/, not a
+    sibling, so read_header is held to the same figures on GradBench's layout above)."""
+    with lzma.open(path.with_name(path.name + ".xz"), "rt") as f:
+        lines = [line.split() for line in f if line.strip()]
+    c = int(lines[0][0])
+    corners = 3 if len(lines) == 1 + 2 * c + 26 else 1
+    assert len(lines) == 1 + c * (2 if corners == 3 else 1) + 26
+    with lzma.open(ht_files.model_folder(model) / "vertices.txt.xz", "rt") as f:
+        vertices = sum(1 for line in f if line.strip())
+    return {"hand": int(path.name.split("_")[0].removeprefix("hand")), "c": c, "corners": corners, "v": vertices}
