@@ -116,6 +116,7 @@ def _full(problem: str, sizes: tuple[str, ...], operators: tuple[str, ...] | Non
 
 
 SMALL = ("n2",)
+HT_FULL = ("hand1-c100-corners1-v544", "hand3-c200-corners3-v544", "hand6-c1600-corners3-v544")
 SEED_N = ("n10", "n100", "n1000", "n10000")
 FULL: tuple[SuiteEntry, ...] = (
     _full("f_xy", SMALL), _full("g_xy", SMALL), _full("f_r2_r3", SMALL),
@@ -173,7 +174,11 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("kmeans", ("k10-n1000-d8", "k100-n1000-d16", "k1000-n10000-d16")),
     # ht's dense Jacobian from R^26 → R^300 (simple) to R^3226 → R^4800 (complicated, c = 1,600: 2 decades of
     # inputs), on the small model (544 vertices): the big model's 10,000 are --suite adbench's and gradbench's.
-    _full("ht", ("hand1-c100-corners1-v544", "hand3-c200-corners3-v544", "hand6-c1600-corners3-v544")),
+    # TensorFlow's eager Jacobians re-trace pfor on every call (9–12 s a call at c = 100) and autograd's are a
+    # Python loop of 2c + 26 passes (~2 s at c = 100): at c = 1,600 the vectorised pairs only.
+    _full("ht", HT_FULL, ("value",)),
+    _full("ht", HT_FULL, ("jacfwd", "jacrev"), others_at=HT_FULL[:2],
+          sweep=tuple(p for p in VECTORISED + ("torch:eager-autograd",) if p != "tensorflow:eager")),
 )
 
 # ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and
