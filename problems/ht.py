@@ -73,7 +73,8 @@ def ht(params, /, *, points, corners, weights, base_positions, base_relatives, i
     bone tree (a level at a time: bones at depth k take their parent's absolute times their own relative, the
     product GradBench forms); a vertex is the weighted sum of the bone transforms (absolute × inverse base
     absolute) applied to its base position (linear blend skinning, every vertex of the model: 544 in the small
-    model, 10,000 in the big); the global rotation and translation then move the vertices each point needs.
+    model, 10,000 in the big, whose vertices are the small model's repeated, as in ADBench's data); the global
+    rotation and translation then move the vertices each point needs.
     Simple: point i matches vertex corrᵢ. Complicated: point i lies in triangle corrᵢ at barycentric (u₀, u₁),
     hand point u₀·v₀ + u₁·v₁ + (1 − u₀ − u₁)·v₂, and the us are differentiated too.
 

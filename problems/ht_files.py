@@ -7,7 +7,8 @@ variant only) c lines `u0 u1`, then 26 lines of θ; its model is the sibling fol
 parent, a 4 × 4 base-relative and a 4 × 4 inverse base-absolute transform a line, ':'-separated; vertices.txt: x, y,
 z, five unused numbers, then a count and that many (bone, weight) pairs; triangles.txt: three vertex indices).
 ADBench's and GradBench's folders are laid out alike. A file `NAME` may be shipped compressed as `NAME.xz` (this
-package's copies are: the big model's vertices.txt is one 1.6 MB block repeated, 32 kB as xz).
+package's copies are: the big model's 1.6 MB vertices.txt repeats the small model's 544 lines to 10,000, so it is
+32 kB as xz).
 """
 from __future__ import annotations
 
