@@ -50,6 +50,10 @@ DEFINITION = {
     "det": (dims(ell=[5, 6, 7, 8, 9, 10, 11]), {"value", "grad"}),
     "ode": (dims(n=[1000, 10000, 100000], s=[1, 10, 100]), {"value", "grad"}),
     "kmeans": (dims(k=[10, 100, 1000], n=[1000, 10000], d=[8, 16]), None),  # None: every operator it declares
+    # run.py's --variant complicated --model big, hand1 … hand12 (those not shipped are not declared sizes)
+    "ht": ({frozenset({("hand", i), ("c", c), ("corners", 3), ("v", 10000)}) for i, c in enumerate(
+        (100, 192, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 100000), start=1)},
+           {"value", "jacfwd", "jacrev"}),
 }
 
 

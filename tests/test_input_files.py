@@ -224,8 +224,9 @@ def test_ba_generator_is_adbenchs_file_replicated():
 def test_adbench_suite_keeps_to_published_sizes_operators_and_float64(capsys):
     registry = plugins.load()
     by_problem = {e.problem: e for e in ADBENCH}
-    assert set(by_problem) == {"gmm", "gmm_posterior", "bundle_adjustment", "lstm"}
+    assert set(by_problem) == {"gmm", "gmm_posterior", "bundle_adjustment", "lstm", "ht"}
     assert len(by_problem["gmm"].sizes) == 60 and len(by_problem["bundle_adjustment"].sizes) == 20
+    assert len(by_problem["ht"].sizes) == 24  # 2 variants × 2 models × the shipped hand1–hand6
     for entry in ADBENCH:
         sizes = {s.label: s for s in registry.problem(entry.problem).sizes}
         assert set(entry.sizes) <= set(sizes), entry.problem

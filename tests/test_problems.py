@@ -44,6 +44,7 @@ SHAPES = {
     "det": ((), None),
     "ode": ((), None),
     "kmeans": ((), None),
+    "ht": ((300,), None),
 }
 
 
@@ -83,7 +84,7 @@ def test_every_built_in_problem_builds_with_tags_docs_and_sizes(registry, suite)
         assert ("per-example" in p.tags) == (p.batch is not None), name
     assert {n for n, p in suite.items() if "classic" in p.tags} == {"gmm", "gmm_posterior", "bundle_adjustment",
                                                                              "lstm", "lse", "llsq", "det", "ode",
-                                                                             "kmeans"}
+                                                                             "kmeans", "ht"}
     assert [n for n, p in suite.items() if not p.compilable] == ["control_loop"]
 
 

@@ -1,5 +1,5 @@
 """Named suites. `quick` is an explicit list of small cells covering every operator family and adapter; `full`
-is every size of every problem; `adbench` is ADBench's published benchmarks (GMM, BA, LSTM at the sizes and with
+is every size of every problem; `adbench` is ADBench's published benchmarks (GMM, BA, LSTM, HT at the sizes and with
 the operators of ADBench's plots, float64, every variant), whose cells compare with ADBench's and GradBench's;
 `gradbench` is GradBench's evals at its eval scripts' default sizes with the functions they ask for, float64.
 
@@ -116,6 +116,7 @@ def _full(problem: str, sizes: tuple[str, ...], operators: tuple[str, ...] | Non
 
 
 SMALL = ("n2",)
+HT_FULL = ("hand1-c100-corners1-v544", "hand3-c200-corners3-v544", "hand6-c1600-corners3-v544")
 SEED_N = ("n10", "n100", "n1000", "n10000")
 FULL: tuple[SuiteEntry, ...] = (
     _full("f_xy", SMALL), _full("g_xy", SMALL), _full("f_r2_r3", SMALL),
@@ -171,6 +172,13 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("ode", ("n1000-s1", "n1000-s10", "n100000-s10")),
     # k·d from 80 to 16,000 centroid coordinates, n·k·d from 8·10⁴ to 1.6·10⁸ distance terms.
     _full("kmeans", ("k10-n1000-d8", "k100-n1000-d16", "k1000-n10000-d16")),
+    # ht's dense Jacobian from R^26 → R^300 (simple) to R^3226 → R^4800 (complicated, c = 1,600: 2 decades of
+    # inputs), on the small model (544 vertices): the big model's 10,000 are --suite adbench's and gradbench's.
+    # TensorFlow's eager Jacobians re-trace pfor on every call (9–12 s a call at c = 100) and autograd's are a
+    # Python loop of 2c + 26 passes (~2 s at c = 100): at c = 1,600 the vectorised pairs only.
+    _full("ht", HT_FULL, ("value",)),
+    _full("ht", HT_FULL, ("jacfwd", "jacrev"), others_at=HT_FULL[:2],
+          sweep=tuple(p for p in VECTORISED + ("torch:eager-autograd",) if p != "tensorflow:eager")),
 )
 
 # ADBench's published sizes (its data/ folder: gmm/1k and gmm/10k, ba/ba1-ba20, lstm/lstm_l{2,4}_c{1024,4096}) and
@@ -186,6 +194,8 @@ ADBENCH_BA = ((49, 7776, 31843), (21, 11315, 36455), (161, 48126, 182072), (372,
               (245, 198739, 1091386), (356, 226730, 1255268), (1102, 780462, 4052340), (1544, 942409, 4750193),
               (1778, 993923, 5001946), (1936, 649673, 5213733), (4585, 1324582, 9125125),
               (13682, 4456117, 28987644))  # ba1 … ba20 as (n, m, p), from each file's header (not its name)
+HT_SHIPPED = tuple(f"hand{h}-c{c}-corners{corners}-v{v}" for corners in (1, 3) for v in (544, 10_000)
+                   for h, c in ((1, 100), (2, 192), (3, 200), (4, 400), (5, 800), (6, 1600)))
 ADBENCH: tuple[SuiteEntry, ...] = (
     SuiteEntry("gmm", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100, 200], n=[1_000, 10_000]),
                ("value", "grad"), slow_variants=("value", "grad")),
@@ -195,6 +205,9 @@ ADBENCH: tuple[SuiteEntry, ...] = (
                ("value", "vmap_jacfwd", "vmap_jacrev"), slow_variants=("value", "vmap_jacfwd", "vmap_jacrev")),
     SuiteEntry("lstm", _labels(l=[2, 4], c=[1024, 4096], b=[14]), ("value", "grad"),
                slow_variants=("value", "grad")),
+    # hand tracking, simple and complicated on the small and big models (ADBench's four data/hand folders), its
+    # objective and dense Jacobian, at the hand files adcompare ships (hand1–hand6); hand7–12 with --inputs
+    SuiteEntry("ht", HT_SHIPPED, ("value", "jacfwd", "jacrev"), slow_variants=("value", "jacfwd", "jacrev")),
 )
 
 # GradBench (gradbench/gradbench at f26651a, python/gradbench/gradbench/evals/<eval>/run.py): each eval script's
@@ -220,6 +233,9 @@ GRADBENCH: tuple[SuiteEntry, ...] = (
     # cost and dir: every operator the problem declares, whichever its name for GradBench's dir (J·H⁻¹)
     SuiteEntry("kmeans", _labels(k=[10, 100, 1000], n=[1_000, 10_000], d=[8, 16]), None,
                slow_variants=tuple(OPERATORS)),
+    # complicated, big model, hand1 … hand12 (run.py's defaults): the six that ship; objective and jacobian
+    SuiteEntry("ht", tuple(label for label in HT_SHIPPED if label.endswith("-corners3-v10000")),
+               ("value", "jacfwd", "jacrev"), slow_variants=("value", "jacfwd", "jacrev")),
 )
 GRADBENCH_EVALS = {entry.problem: entry for entry in GRADBENCH}  # problem → its GradBench eval's entry
 GRADBENCH_NAMES = {"gmm_posterior": "gmm", "bundle_adjustment": "ba"}  # problem → eval name, where they differ
@@ -233,9 +249,9 @@ SUITE_SUMMARIES = {
     "quick": "small explicit cells covering every operator family, float32 (the default)",
     "full": "every problem at ≥ 3 sizes over ≥ 2 decades, every operator family, adapter and variant, both dtypes "
             "(~1 h on 2 CPU cores)",
-    "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
-               "gmm log posterior; objective and gradient/Jacobian, float64",
-    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans): "
+    "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM, hand tracking at ADBench's sizes "
+               "and GradBench's gmm log posterior; objective and gradient/Jacobian, float64",
+    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans, ht): "
                  "objective and gradient/Jacobian, every adapter and variant, float64",
 }
 SUITES = tuple(SUITE_SUMMARIES)

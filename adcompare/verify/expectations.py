@@ -127,6 +127,14 @@ FRAMEWORK_BUGS: dict[tuple[str, str, str, str, str], FrameworkBug] = {
         dtypes=("float32",), sizes=("n5-m50-p300",),
         title="XLA CPU: YNNPACK reduce fusion gives wrong float32 values (JAX compiled jacrev of bundle_adjustment)",
         workaround="XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=-LIBRARY_FUSION_TYPE_REDUCE, or jaxlib 0.10.1"),
+    ("torch", "ht", "jacrev", "compiled", "cpu"): FrameworkBug(
+        Status.MISMATCH,
+        "torch 2.13's torch.compile of torch.func.jacrev through index_select (array-api-compat's take: ht's gather "
+        "of each bone's parent) gives a wrong Jacobian, every row the sum of the rows (eager and x[idx] are right)",
+        distribution="torch", affected_versions=("2.13.0+cpu",),
+        reproducer="docs/framework-bugs/torch_compile_jacrev_index_select.md",
+        title="torch.compile: jacrev through index_select gives a wrong Jacobian (torch compiled jacrev of ht)",
+        workaround="index with x[idx] instead of index_select, or run jacrev eagerly"),
 }
 
 

@@ -1,0 +1,212 @@
+"""GradBench's ht (hand tracking, issue 25) against GradBench's own numbers, and its files as `--inputs`.
+
+tests/fixtures/gradbench/ht.json was written by make_goldens.py from GradBench's code at commit f26651a7: its
+generator (evals/ht/run.py reading evals/ht/data) and its golden tool (tools/manual/ht.cpp), at hand1 of every
+variant and model and hand2 of complicated/big. Held here, at GradBench's measure |x − y| / max(1, |x| + |y|):
+- the shipped files give GradBench's θ (and us count, points) bit for bit, and NumPy's objective equals the
+  manual tool's (1e-12);
+- every built-in adapter and variant, float64, in its own worker, reproduces the objective and GradBench's
+  `jacobian` from its dense jacfwd and jacrev (1e-10). For complicated, GradBench's Jacobian is compressed: per
+  point the 3 × 2 block of its own us, then the 26 θ columns; the test takes those entries of the dense (3c) ×
+  (2c + 26) matrix and holds every other us entry to zero. torch.compile (slow) runs under `-m slow`; its jacrev
+  is left out there: torch 2.13 miscompiles it (docs/framework-bugs/torch_compile_jacrev_index_select.md).
+"""
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+
+import numpy as np
+import pytest
+
+from adcompare.plugin import registry as plugins
+from adcompare.problems import ht_files
+from adcompare.verify.input_sources import file_size, with_inputs
+
+from .conftest import FIXTURES
+from .per_adapter import evaluate_in_worker, one_class_per_adapter, skip_unless_installed
+from .test_gradbench import scaled_error
+
+TIGHT_VALUE = 1e-12
+TIGHT_JACOBIAN = 1e-10  # derivatives by another algorithm than the manual tool's: rounding differs more
+KNOWN_BUGS = {("torch", "jacrev", "compiled")}  # docs/framework-bugs/torch_compile_jacrev_index_select.md
+
+
+def goldens() -> dict:
+    return json.loads((FIXTURES / "gradbench" / "ht.json").read_text())
+
+
+def size_label(case: dict) -> str:
+    c, corners = ht_files.HAND_POINTS[case["hand"]], ht_files.CORNERS[case["variant"]]
+    return f"hand{case['hand']}-c{c}-corners{corners}-v{ht_files.MODEL_VERTICES[case['model']]}"
+
+
+def compressed(dense: np.ndarray, c: int, complicated: bool) -> np.ndarray:
+    """GradBench's `jacobian` from the dense one: for complicated, each row's own 2 us columns, then θ's 26;
+    asserts that the other us entries are zero (each point's residual depends on its own us alone)."""
+    if not complicated:
+        return dense
+    us = dense[:, :2 * c].reshape(c, 3, c, 2)
+    own = us[np.arange(c), :, np.arange(c), :]  # (c, 3, 2)
+    others = us.copy()
+    others[np.arange(c), :, np.arange(c), :] = 0
+    assert not np.any(others), "a residual depends on another point's us"
+    return np.concatenate([own.reshape(3 * c, 2), dense[:, 2 * c:]], axis=1)
+
+
+def test_goldens_name_gradbenchs_commit_and_cover_both_variants():
+    record = goldens()
+    assert record["gradbench_commit"] == "f26651a7bcc120654fa895adecaf371b8cc059c5"
+    assert "tools/manual/ht.cpp" in record["files"]
+    sizes = {(c["variant"], size_label(c)) for c in record["cases"]}
+    for variant in ("simple", "complicated"):
+        assert len([s for v, s in sizes if v == variant]) >= 2
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_shipped_inputs_and_numpy_objective_are_gradbenchs(index):
+    case = goldens()["cases"][index]
+    problem = plugins.load().problem("ht")
+    size = problem.size(size_label(case))
+    inputs = problem.inputs(size, "float64")
+    c, complicated = case["input"]["points"], case["variant"] == "complicated"
+    assert case["input"]["us_count"] == (c if complicated else 0)
+    params = inputs.pop("params")
+    assert params.shape == ((2 * c if complicated else 0) + 26,)
+    assert params[-26:].tolist() == case["input"]["theta"]  # bit for bit: both parse the same text
+    value = problem.function(params, **inputs, xp=np)
+    assert scaled_error(value, case["objective"]["manual"]) <= TIGHT_VALUE
+    assert np.asarray(case["jacobian"]["manual"]).shape == (3 * c, 28 if complicated else 26)
+
+
+def _in_worker(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
+    # test_gradbench's evaluate runs any built-in problem's cases; ~1–2 min here
+    return evaluate_in_worker("tests.test_gradbench", adapter_name, cases, timeout=3600)
+
+
+def adapter_cases(adapter_name: str, slow: bool) -> list[tuple[str, str, str, str]]:
+    adapter = plugins.load().adapter(adapter_name)
+    return [("ht", size_label(case), operator, variant) for case in goldens()["cases"]
+            for operator in ("value", "jacfwd", "jacrev") for variant in adapter.variants
+            if (variant in adapter.slow_variants) == slow and (adapter_name, operator, variant) not in KNOWN_BUGS]
+
+
+def _assert_goldens(results: dict[str, object]) -> None:
+    assert results, "no case ran"
+    by_label = {size_label(c): c for c in goldens()["cases"]}
+    for key, result in results.items():
+        _, label, operator, variant = key.split("/")
+        if isinstance(result, dict) and "unsupported" in result:
+            continue  # declared by the adapter (torch's eager-autograd has no `value` of its own)
+        assert not isinstance(result, dict), f"{key}: {result}"
+        case = by_label[label]
+        if operator == "value":
+            assert scaled_error(result, case["objective"]["manual"]) <= TIGHT_VALUE, key
+        else:
+            c = case["input"]["points"]
+            got = compressed(np.asarray(result), c, case["variant"] == "complicated")
+            assert scaled_error(got, case["jacobian"]["manual"]) <= TIGHT_JACOBIAN, key
+
+
+class AdapterHtGoldens:
+    """GradBench's ht goldens through one adapter's worker (one class per adapter: `--dist loadscope`)."""
+
+    adapter_name = ""
+
+    def test_every_adapter_reproduces_gradbench_ht_goldens(self):
+        """Objective and the dense Jacobian (jacfwd, jacrev) at every golden size, every variant but the slow."""
+        skip_unless_installed(self.adapter_name)
+        _assert_goldens(_in_worker(self.adapter_name, adapter_cases(self.adapter_name, slow=False)))
+
+    @pytest.mark.slow
+    def test_every_adapter_reproduces_gradbench_ht_goldens_slow_variants(self):
+        """torch.compile: 7–16 s a cold compile, per operator and size."""
+        skip_unless_installed(self.adapter_name)
+        cases = adapter_cases(self.adapter_name, slow=True)
+        if not cases:
+            pytest.skip(f"adapter {self.adapter_name!r} has no slow variant")
+        _assert_goldens(_in_worker(self.adapter_name, cases))
+
+
+globals().update(one_class_per_adapter(AdapterHtGoldens))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# GradBench's files through --inputs: a hand file beside its model/ folder, as in GradBench's evals/ht/data
+
+
+def _gradbench_folder(tmp_path, variant: str, model: str, hand: int):
+    """A GradBench-style folder (<variant>_<model>/hand<i>_….txt beside model/) from the shipped copies."""
+    folder = tmp_path / f"{variant}_{model}"
+    (folder / "model").mkdir(parents=True)
+    for source in ht_files.model_folder(model).iterdir():
+        (folder / "model" / source.name.removesuffix(".xz")).write_bytes(lzma.decompress(source.read_bytes()))
+    shipped = ht_files.shipped_hand(variant, model, hand)
+    target = folder / shipped.name
+    target.write_bytes(lzma.decompress(shipped.with_name(shipped.name + ".xz").read_bytes()))
+    return target
+
+
+@pytest.mark.parametrize("variant, model", [("simple", "small"), ("complicated", "big")])
+def test_a_gradbench_hand_file_is_read_as_its_shipped_size(tmp_path, variant, model):
+    path = _gradbench_folder(tmp_path, variant, model, 2)
+    problem = plugins.load().problem("ht")
+    size = file_size(problem, str(path))  # planning: the header and line counts only
+    corners, vertices = ht_files.CORNERS[variant], ht_files.MODEL_VERTICES[model]
+    assert size.as_dict() == {"hand": 2, "c": 192, "corners": corners, "v": vertices}
+    shipped = problem.inputs(problem.size(size.dims_label), "float64")
+    read = problem.inputs(size, "float64")
+    assert shipped.keys() == read.keys()
+    for name in shipped:
+        np.testing.assert_array_equal(read[name], shipped[name], err_msg=name)
+
+
+def test_no_other_problem_reads_a_hand_file_and_ht_reads_no_other_file(tmp_path):
+    path = _gradbench_folder(tmp_path, "simple", "small", 1)
+    registry = with_inputs(plugins.load(), [str(path)])
+    fed = {name for name, p in registry.problems.items() if any(s.source for s in p.sizes)}
+    assert fed == {"ht"}
+    other = tmp_path / "gmm.txt"
+    other.write_text("2 5 10\n" + "0.1 0.2\n" * 30)
+    with pytest.raises(ValueError, match="first line `c 26`"):
+        file_size(plugins.load().problem("ht"), str(other))
+
+
+def test_a_cut_hand_file_or_a_missing_model_is_refused_with_the_reason(tmp_path):
+    path = _gradbench_folder(tmp_path, "complicated", "small", 1)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-3]) + "\n")
+    problem = plugins.load().problem("ht")
+    with pytest.raises(ValueError, match="cut or not a hand file"):
+        file_size(problem, str(path))
+    path.write_text("\n".join(lines) + "\n")
+    shutil.rmtree(path.parent / "model")
+    with pytest.raises(ValueError, match="model folder"):
+        file_size(problem, str(path))
+
+
+def test_every_declared_size_is_its_shipped_files_header():
+    """Sizes come from the files (c from the first line, the variant from the line count, v from the model), not
+    from their names: each declared size equals what planning reads from its shipped file."""
+    problem = plugins.load().problem("ht")
+    assert len(problem.sizes) == 24
+    for size in problem.sizes:
+        dims = size.as_dict()
+        variant = next(v for v, corners in ht_files.CORNERS.items() if corners == dims["corners"])
+        model = next(m for m, v in ht_files.MODEL_VERTICES.items() if v == dims["v"])
+        path = ht_files.shipped_hand(variant, model, dims["hand"])
+        assert _shipped_header(path, model) == dims, size.label
+
+
+def _shipped_header(path, model: str) -> dict[str, int]:
+    """hand, c, corners and v of a shipped hand file, counted here (its model folder is model_<model>/, not a
+    sibling, so read_header is held to the same figures on GradBench's layout above)."""
+    with lzma.open(path.with_name(path.name + ".xz"), "rt") as f:
+        lines = [line.split() for line in f if line.strip()]
+    c = int(lines[0][0])
+    corners = 3 if len(lines) == 1 + 2 * c + 26 else 1
+    assert len(lines) == 1 + c * (2 if corners == 3 else 1) + 26
+    with lzma.open(ht_files.model_folder(model) / "vertices.txt.xz", "rt") as f:
+        vertices = sum(1 for line in f if line.strip())
+    return {"hand": int(path.name.split("_")[0].removeprefix("hand")), "c": c, "corners": corners, "v": vertices}
