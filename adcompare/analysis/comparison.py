@@ -22,8 +22,19 @@ difference is real depends on what the files hold (`differences`):
   cell is judged against it: a regression when every candidate round is slower than every baseline round *times
   the shift* by more than the threshold. One slowed cell barely moves a median over dozens; a change that slows
   every cell moves the shift instead, which `compare` prints on its own line and `--fail-on-shift PCT` gates.
-  Multiplying every candidate cell by a constant changes the shift, never a verdict. Across environments of one
-  run (`pair_environments`) nothing is excused: both sides ran interleaved under the same load.
+  Multiplying every candidate cell by a constant changes the shift, never a verdict.
+- across the environments of one run (`pair_environments`; the A/B gate, `run --env base=@PYTHON --env current
+  --rounds N`): the runner times each cell in every environment in turn, seconds apart, so round r of both sides
+  saw the same moment of the machine's load. The noise model is then the spread of the *paired* ratios
+  candidate_r ÷ baseline_r (`PairedDifference`), in which the load that drifts from minute to minute cancels —
+  the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). A cell is slower
+  when the whole distribution-free 95 % interval of the median paired ratio lies above 1 + threshold: for fewer
+  than 6 rounds that interval is the range, so every round's candidate is slower than the same round's baseline by
+  more than the threshold (the range of 3 values covers their median only 75 % of the time, so asking less — the
+  median beyond the threshold and the range clear of 1 — raised false alarms in an honest A/B run here). What
+  pairing cannot remove is the spread between worker processes at the same moment (a fresh process per side per
+  round); more rounds narrow it. Nothing is excused by a shift: both sides ran under one load, so a change that
+  slows every cell is the change.
 - otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
   per-block samples of one process (bootstrap interval, Holm-corrected rank test, effect threshold), the test
   the report ranks with; those cells form one family for Holm's correction. It sees within-run noise only, so
@@ -51,6 +62,7 @@ from adcompare.verify.check import scaled_error
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
 MIN_SHIFT_CELLS = 10  # fewer cells than this and the shift would be a few cells' own ratios: not estimated
 BETWEEN_ROUNDS = "between rounds"
+PAIRED_ROUNDS = "paired rounds"
 CPU_CLOCK = "process CPU time"
 WALL_CLOCK = "wall, fastest block"
 WITHIN_RUN = "within run"
@@ -136,6 +148,38 @@ class RoundDifference:
         return "rounds overlap"
 
 
+@dataclass(frozen=True)
+class PairedDifference(RoundDifference):
+    """candidate ÷ baseline of one cell timed in two environments in turn (see the module doc): `ratio` is the
+    median of the per-round ratios candidate_r ÷ baseline_r, low/high the distribution-free interval of it."""
+
+    noise_model: str = PAIRED_ROUNDS
+
+    @property
+    def against(self) -> float:
+        return 1.0  # both sides ran under one load: no run-wide shift is excused
+
+    @property
+    def reason(self) -> str:
+        if self.significant:
+            return ""
+        if self.ratio.low <= 1 <= self.ratio.high:
+            return "paired rounds disagree in direction"
+        return f"a paired round within {self.threshold:.0%}"
+
+
+def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
+    """candidate ÷ baseline round by round, for the two sides of an environment pair timed in turn; sides with
+    different round counts (a round skipped for the time budget) cannot be paired and are decided unpaired."""
+    base, cand, clock = round_values(baseline, candidate, cpu)
+    if len(base) != len(cand):
+        return between_rounds(baseline, candidate, threshold, cpu)
+    ratios = [c / b for b, c in zip(base, cand)]
+    low, high = median_interval(ratios)
+    return PairedDifference(Ratio(statistics.median(ratios), low, high, resampled=False), threshold,
+                            (len(base), len(cand)), clock)
+
+
 def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
     """Each side's one value per round and the clock they come from: median CPU time per call where `cpu` (a CPU
     cell) and both sides recorded it, else the fastest wall-clock block."""
@@ -162,18 +206,19 @@ def has_rounds(timing: Timing) -> bool:
 
 
 def differences(matched: list[tuple[Measurement, Measurement]], threshold: float,
-                against_shift: bool = True) -> list[Difference | RoundDifference]:
-    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — judged against
-    the run-wide shift of its clock when `against_shift` — else the within-run test, Holm-corrected over the pairs
-    that use it."""
+                against_shift: bool = True, paired: bool = False) -> list[Difference | RoundDifference]:
+    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — round by round
+    when `paired` (two environments of one run, timed in turn), else judged against the run-wide shift of its
+    clock when `against_shift` — else the within-run test, Holm-corrected over the pairs that use it."""
     by_rounds = [has_rounds(a.measured) and has_rounds(b.measured) for a, b in matched]
     within = [(a, b) for (a, b), r in zip(matched, by_rounds) if not r]
     boot = Bootstrap()
     judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.measured, "candidate:" + b.cell.key, b.measured),
                           a.measured.samples, b.measured.samples) for a, b in within], threshold))
-    rounds = [between_rounds(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
+    decide = paired_rounds if paired else between_rounds
+    rounds = [decide(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
               for (a, b), r in zip(matched, by_rounds)]
-    if against_shift:
+    if against_shift and not paired:
         ratios: dict[str, list[float]] = defaultdict(list)
         for d in rounds:
             if d is not None:
@@ -361,9 +406,10 @@ def pair_environments(results: Results, baseline: str | None = None,
                 continue
             matched.append((base, other))
     matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
-    # The timed pairs are decided as the cells of a two-file compare are (one Holm family where within run), but
-    # not against a run-wide shift: both environments ran interleaved under one load, so a shift is the release's.
+    # The timed pairs are decided round by round where both have rounds (the runner timed each cell's
+    # environments in turn), else within run as a two-file compare (one Holm family); never against a run-wide
+    # shift: both environments ran under one load, so a shift is the release's.
     timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
     rows = {id(b): ComparisonRow(b.cell, *_medians(a, b), d)
-            for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False))}
+            for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False, paired=True))}
     return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from adcompare.analysis.comparison import (
+    PAIRED_ROUNDS,
     WITHIN_RUN,
     WITHIN_RUN_CAVEAT,
     compare,
@@ -52,10 +53,15 @@ def command(args: argparse.Namespace) -> int:
 def _say_noise_model(rows) -> None:
     """Which noise model decided the rows: the within-run rule is the weaker one, and the gate says so."""
     within = sum(r.noise_model == WITHIN_RUN for r in rows)
+    paired = sum(r.noise_model == PAIRED_ROUNDS for r in rows)
     if within:
         err.print(f"[yellow]{within} of {len(rows)} cells {WITHIN_RUN_CAVEAT}[/]", highlight=False)
+    elif paired == len(rows):
+        err.print(f"noise model: paired rounds, each cell's environments timed in turn ({len(rows)} cells)",
+                  highlight=False)
     else:
-        err.print(f"noise model: the spread between rounds ({len(rows)} cells)", highlight=False)
+        err.print(f"noise model: the spread between rounds ({len(rows)} cells"
+                  + (f", {paired} of them paired" if paired else "") + ")", highlight=False)
 
 
 def _compare_environments(pairs, args: argparse.Namespace) -> int:

@@ -1,0 +1,150 @@
+"""The A/B gate: a baseline and a candidate interpreter (`run --env base=@PY --env new=@PY --rounds N`) timed in
+turn, cell by cell, in one run, and `compare RUN` deciding each cell on its paired rounds (comparison.py)."""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adcompare.analysis.comparison import (
+    BETWEEN_ROUNDS,
+    CPU_CLOCK,
+    PAIRED_ROUNDS,
+    PairedDifference,
+    between_rounds,
+    pair_environments,
+    paired_rounds,
+    regressions,
+)
+from adcompare.cli.main import main
+from adcompare.model.cell import Cell
+from adcompare.model.errors import EnvironmentSetupError
+from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.status import Status
+from adcompare.store.results import Results, load
+from adcompare.study import environments
+from adcompare.study.environments import EnvironmentSpec
+
+PLUGIN = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_slowdown_plugin.py"
+
+
+def _rounds(cpu) -> Timing:
+    """A CPU cell timed in rounds whose median CPU times per call are `cpu`."""
+    cpu = tuple(float(c) for c in cpu)
+    return Timing(cpu, 10, 1e-3, rounds=cpu, round_minima=cpu, round_cpu=cpu)
+
+
+def test_paired_rounds_against_a_direct_recomputation_and_the_load_cancels():
+    """Each round's load (×1, ×2, ×3) falls on both sides alike: paired, the candidate is 20–25 % slower in every
+    round; unpaired, its rounds overlap the baseline's and nothing can be said."""
+    base, cand = [1.0, 2.0, 3.0], [1.25, 2.5, 3.6]
+    d = paired_rounds(_rounds(base), _rounds(cand), 0.10)
+    ratios = [c / b for b, c in zip(base, cand)]
+    assert isinstance(d, PairedDifference) and d.noise_model == PAIRED_ROUNDS and d.clock == CPU_CLOCK
+    assert (d.ratio.ratio, d.ratio.low, d.ratio.high) == pytest.approx((statistics.median(ratios), 1.2, 1.25))
+    assert d.significant and d.rounds == (3, 3) and d.against == 1.0
+    assert not paired_rounds(_rounds(base), _rounds(cand), 0.25).significant  # one round is only 20 % slower
+    unpaired = between_rounds(_rounds(base), _rounds(cand), 0.10)
+    assert unpaired.noise_model == BETWEEN_ROUNDS and not unpaired.significant
+
+
+def test_one_paired_round_within_the_threshold_is_no_regression():
+    d = paired_rounds(_rounds([1.0, 1.0, 1.0]), _rounds([1.5, 1.5, 1.05]), 0.10)
+    assert not d.significant and d.reason == "a paired round within 10%"
+    d = paired_rounds(_rounds([1.0, 1.0, 1.0]), _rounds([1.5, 0.9, 1.5]), 0.10)
+    assert not d.significant and d.reason == "paired rounds disagree in direction"
+
+
+def test_sides_with_different_round_counts_are_decided_unpaired():
+    d = paired_rounds(_rounds([1.0, 1.1, 1.2]), _rounds([1.5, 1.6]), 0.10)
+    assert d.noise_model == BETWEEN_ROUNDS and not isinstance(d, PairedDifference)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 5).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(1e-7, 1.0), min_size=n, max_size=n), st.lists(st.floats(0.2, 5.0), min_size=n, max_size=n))),
+    st.sampled_from([0.05, 0.10, 0.25]))
+def test_fewer_than_6_rounds_flag_only_when_every_paired_round_clears_the_threshold(sides, threshold):
+    base, factors = sides
+    cand = [b * f for b, f in zip(base, factors)]
+    d = paired_rounds(_rounds(base), _rounds(cand), threshold)
+    ratios = [c / b for b, c in zip(base, cand)]
+    slower = all(r > 1 + threshold for r in ratios)
+    faster = all(r < 1 / (1 + threshold) for r in ratios)
+    assert d.significant == (slower or faster)
+
+
+def _environment_results(base: list[list[float]], cand: list[list[float]]) -> Results:
+    cells = [Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "grad", "torch", "eager", "cpu", "float32")
+             for k in range(len(base))]
+    ms = [Measurement(replace(c, environment=env), Status.OK, timing=_rounds(r))
+          for env, side in (("base", base), ("new", cand)) for c, r in zip(cells, side)]
+    return Results(({"environments": {"base": {}, "new": {}}},), tuple(ms))
+
+
+def test_environments_of_one_run_are_decided_on_paired_rounds_and_nothing_is_excused():
+    """Twelve cells all 20 % slower in every paired round: two separate runs would call that the run's shift and
+    pass it; the environments of one run ran under one load, so every cell is a regression."""
+    base = [[1.0 + k / 10, 2.0, 1.5] for k in range(12)]
+    cand = [[1.2 * v for v in rounds] for rounds in base]
+    pairs = pair_environments(_environment_results(base, cand), threshold=0.10)
+    rows = [p.timing for p in pairs]
+    assert len(rows) == 12 and all(r.noise_model == PAIRED_ROUNDS for r in rows)
+    assert len(regressions(rows)) == 12 and all(r.against == 1.0 for r in rows)
+    assert all(r.change == pytest.approx(1.2) for r in rows)
+
+
+def test_env_at_python_takes_an_existing_interpreter_as_it_is():
+    spec = EnvironmentSpec.parse(f"base=@{sys.executable}")
+    assert spec == EnvironmentSpec("base", python=sys.executable) and spec.requirements == ()
+    env = environments.build(spec)  # nothing built: the interpreter's own packages
+    assert env.python == sys.executable and "numpy" in {k.lower() for k in env.installed}
+    assert "existing interpreter" in environments.describe(spec)
+    with pytest.raises(EnvironmentSetupError, match="name the interpreter after @"):
+        EnvironmentSpec.parse("base=@")
+    with pytest.raises(EnvironmentSetupError, match="cannot run /nonexistent/python"):
+        environments.build(EnvironmentSpec.parse("base=@/nonexistent/python"))
+
+
+def _interpreter(path: Path, env: dict[str, str]) -> str:
+    """This Python behind a wrapper that sets `env` (what a base checkout's venv is to a CI job)."""
+    sets = " ".join(f"{k}={v}" for k, v in env.items()) or "-u ADCOMPARE_GATE_SLOWDOWN"
+    path.write_text(f"#!/bin/sh\nexec env {sets} {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tmp_path, capsys, monkeypatch):
+    """A real run: base and a candidate whose torch eager grad at n = 100 costs 4× the CPU time (the slowdown
+    plugin, in the candidate's interpreter only). The cells of both environments are timed in turn (round 2, the
+    last, in reverse: the file's order shows it), and `compare RUN` flags the slowed cell on paired rounds."""
+    monkeypatch.delenv("ADCOMPARE_GATE_SLOWDOWN", raising=False)
+    base = _interpreter(tmp_path / "base.sh", {})
+    slow = _interpreter(tmp_path / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": "3",
+                                                "ADCOMPARE_GATE_CELL": "exp_dot_loss/grad/torch/eager/100"})
+    out = tmp_path / "ab.jsonl"
+    assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--size", "n10,n100", "--operator",
+                 "grad", "--variant", "eager", "--dtype", "float32", "--no-progress", "--rounds", "2",
+                 "--plugin", str(PLUGIN), "--env", f"base=@{base}", "--env", f"new=@{slow}", "-o", str(out)]) == 0
+    results = load([out])
+    order = [(m.cell.size, m.cell.environment) for m in results.measurements]
+    # Round 2 goes through the groups and their cells in reverse: new before base, n100 before n10, in turn.
+    assert order == [("n100", "new"), ("n100", "base"), ("n10", "new"), ("n10", "base")]
+    assert [w["environment"] for w in results.workers] == ["base", "new", "new", "base"]
+    capsys.readouterr()
+    assert main(["compare", str(out), "--fail-above", "10", "--json"]) == 1
+    captured = capsys.readouterr()
+    rows = {r["cell"]["size"]: r for r in map(json.loads, captured.out.splitlines())}
+    slowed = rows["n100"]
+    assert slowed["noise_model"] == PAIRED_ROUNDS and slowed["regression"] and slowed["rounds"] == [2, 2]
+    by_env = {m.cell.environment: m.timing.round_cpu for m in results.measurements if m.cell.size == "n100"}
+    paired = sorted(c / b for b, c in zip(by_env["base"], by_env["new"]))
+    assert (slowed["low"], slowed["high"]) == pytest.approx((paired[0], paired[-1]))
+    assert paired[0] > 2  # 4× the CPU time, whatever the load
+    assert "paired rounds" in captured.err
