@@ -3,6 +3,8 @@ turn, cell by cell, in one run, and `compare RUN` deciding each cell on its pair
 from __future__ import annotations
 
 import json
+import math
+import random
 import statistics
 import sys
 from dataclasses import replace
@@ -19,9 +21,11 @@ from adcompare.analysis.comparison import (
     PairedDifference,
     between_rounds,
     pair_environments,
+    paired_noises,
     paired_rounds,
     regressions,
 )
+from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
 from adcompare.model.errors import EnvironmentSetupError
@@ -148,3 +152,64 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     assert (slowed["low"], slowed["high"]) == pytest.approx((paired[0], paired[-1]))
     assert paired[0] > 2  # 4× the CPU time, whatever the load
     assert "paired rounds" in captured.err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pooled paired noise (paired_noise.py): the run's cells say how much one paired round wanders
+
+
+def _paired_results(log_ratios: list[list[float]], base: float = 1e-4) -> Results:
+    """Cells whose candidate_r ÷ baseline_r is exp(log_ratios[cell][r]); the baseline's rounds vary by ×1–×3 (a
+    load that falls on both sides alike)."""
+    base_rounds = [[base * (1 + (r % 3)) for r in range(len(ls))] for ls in log_ratios]
+    cand_rounds = [[b * math.exp(x) for b, x in zip(bs, ls)] for bs, ls in zip(base_rounds, log_ratios)]
+    return _environment_results(base_rounds, cand_rounds)
+
+
+def test_pooled_noise_against_a_direct_recomputation():
+    log_ratios = [[0.1 * k, -0.05 * k, 0.02] for k in range(12)]
+    noise = pooled(log_ratios, CPU_CLOCK)
+    residuals = []
+    for ls in log_ratios:
+        mean = sum(ls) / 3
+        residuals += [abs(x - mean) * math.sqrt(3 / 2) for x in ls]
+    assert noise.sigma == pytest.approx(1.4826 * statistics.median(residuals))
+    assert noise.z == pytest.approx(statistics.NormalDist().inv_cdf(1 - 0.05 / 24)) and noise.cells == 12
+    assert noise.rounds == 3 and noise.half_width(3) == pytest.approx(noise.z * noise.sigma / math.sqrt(3))
+    assert noise.resolution(0.10) == pytest.approx(1.1 * math.exp(noise.half_width(3)) - 1)
+    assert pooled(log_ratios[:MIN_POOLED_CELLS - 1], CPU_CLOCK) is None
+
+
+def test_a_noisy_run_flags_only_beyond_its_noise_and_says_what_it_could_catch():
+    """30 honest cells whose paired rounds wander by σ = 0.2 (load 5–6 here), one cell ×1.2 and one ×3 in every
+    round: the ×3 is flagged, the ×1.2 is within the noise (and the row says from what slowdown it would be
+    caught); in a quiet run (σ = 0.01) the same ×1.2 is flagged."""
+    rng = random.Random(7)
+    for sigma, caught_20 in ((0.2, False), (0.01, True)):
+        honest = [[rng.gauss(0, sigma) for _ in range(3)] for _ in range(30)]
+        slowed = [[math.log(1.2) + rng.gauss(0, sigma) / 10 for _ in range(3)], [math.log(3.0)] * 3]
+        rows = [p.timing for p in pair_environments(_paired_results(honest + slowed), threshold=0.10)]
+        (noise,) = paired_noises(rows)
+        assert noise.sigma == pytest.approx(sigma, rel=0.5)
+        flagged = {r.cell.size for r in regressions(rows)}
+        twenty, triple = f"n{10 ** 31}", f"n{10 ** 32}"  # the cells after the 30 honest ones
+        assert flagged == ({twenty, triple} if caught_20 else {triple})  # no honest cell
+        if not caught_20:
+            (row,) = [r for r in rows if r.cell.size == twenty]
+            assert row.verdict == f"same (within the run's paired noise (from {noise.resolution(0.1):.0%} caught))"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3), min_size=MIN_POOLED_CELLS, max_size=25),
+       st.sampled_from([0.05, 0.10, 0.25]))
+def test_a_cell_is_slower_exactly_when_its_noise_interval_clears_the_threshold(log_ratios, threshold):
+    rows = [p.timing for p in pair_environments(_paired_results(log_ratios), threshold=threshold)]
+    noise = pooled(log_ratios, CPU_CLOCK)
+    by_cell = {r.cell.size: r for r in rows}
+    for k, ls in enumerate(log_ratios):
+        row = by_cell[f"n{10 ** (k + 1)}"]
+        mean = statistics.fmean(ls)
+        low, high = mean - noise.half_width(3), mean + noise.half_width(3)
+        slower = all(x > 0 for x in ls) and low > math.log(1 + threshold)
+        faster = all(x < 0 for x in ls) and high < -math.log(1 + threshold)
+        assert row.difference.significant == (slower or faster), (ls, noise)

@@ -27,14 +27,14 @@ difference is real depends on what the files hold (`differences`):
   --rounds N`): the runner times each cell in every environment in turn, seconds apart, so round r of both sides
   saw the same moment of the machine's load. The noise model is then the spread of the *paired* ratios
   candidate_r ÷ baseline_r (`PairedDifference`), in which the load that drifts from minute to minute cancels —
-  the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). A cell is slower
-  when the whole distribution-free 95 % interval of the median paired ratio lies above 1 + threshold: for fewer
-  than 6 rounds that interval is the range, so every round's candidate is slower than the same round's baseline by
-  more than the threshold (the range of 3 values covers their median only 75 % of the time, so asking less — the
-  median beyond the threshold and the range clear of 1 — raised false alarms in an honest A/B run here). What
-  pairing cannot remove is the spread between worker processes at the same moment (a fresh process per side per
-  round); more rounds narrow it. Nothing is excused by a shift: both sides ran under one load, so a change that
-  slows every cell is the change.
+  the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). What pairing
+  cannot remove is the spread between two worker processes at one moment, which grows with the load; it is
+  pooled over the run's cells (paired_noise.py) and sets the bar: a cell is slower when the interval
+  exp(mean log ratio ± z·σ/√n) lies above 1 + threshold (z: Bonferroni over the cells compared) and every paired
+  round is slower; a noisy run flags less and says the smallest slowdown it could have caught. Below
+  MIN_POOLED_CELLS paired cells nothing is pooled, and every paired round must be slower by more than the
+  threshold. Nothing is excused by a shift: both sides ran under one load, so a change that slows every cell
+  is the change.
 - otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
   per-block samples of one process (bootstrap interval, Holm-corrected rank test, effect threshold), the test
   the report ranks with; those cells form one family for Holm's correction. It sees within-run noise only, so
@@ -44,12 +44,14 @@ difference is real depends on what the files hold (`differences`):
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from adcompare.analysis.bootstrap import Bootstrap, Ratio
+from adcompare.analysis.paired_noise import PairedNoise, pooled
 from adcompare.analysis.significance import NOISE, Difference, judge
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import UsageError
@@ -150,22 +152,42 @@ class RoundDifference:
 
 @dataclass(frozen=True)
 class PairedDifference(RoundDifference):
-    """candidate ÷ baseline of one cell timed in two environments in turn (see the module doc): `ratio` is the
-    median of the per-round ratios candidate_r ÷ baseline_r, low/high the distribution-free interval of it."""
+    """candidate ÷ baseline of one cell timed in two environments in turn (see the module doc). With the run's
+    pooled noise: `ratio` is exp(mean log paired ratio) with the interval exp(mean ± z·σ/√n); without: the
+    median paired ratio with the range of the paired ratios."""
 
     noise_model: str = PAIRED_ROUNDS
+    log_ratios: tuple[float, ...] = ()  # log(candidate_r ÷ baseline_r), one per round
+    noise: PairedNoise | None = None
 
     @property
     def against(self) -> float:
         return 1.0  # both sides ran under one load: no run-wide shift is excused
 
     @property
+    def agree(self) -> bool:
+        """Every paired round on one side of 1."""
+        return all(r > 0 for r in self.log_ratios) or all(r < 0 for r in self.log_ratios)
+
+    @property
+    def significant(self) -> bool:
+        return self.agree and super().significant
+
+    @property
     def reason(self) -> str:
         if self.significant:
             return ""
-        if self.ratio.low <= 1 <= self.ratio.high:
+        if not self.agree:
             return "paired rounds disagree in direction"
+        if self.noise is not None:
+            return f"within the run's paired noise (from {self.noise.resolution(self.threshold):.0%} caught)"
         return f"a paired round within {self.threshold:.0%}"
+
+    def with_noise(self, noise: PairedNoise) -> "PairedDifference":
+        """Judged against the run's pooled noise (paired_noise.py)."""
+        mean, half = statistics.fmean(self.log_ratios), noise.half_width(len(self.log_ratios))
+        ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
+        return replace(self, ratio=ratio, noise=noise)
 
 
 def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
@@ -175,9 +197,8 @@ def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bo
     if len(base) != len(cand):
         return between_rounds(baseline, candidate, threshold, cpu)
     ratios = [c / b for b, c in zip(base, cand)]
-    low, high = median_interval(ratios)
-    return PairedDifference(Ratio(statistics.median(ratios), low, high, resampled=False), threshold,
-                            (len(base), len(cand)), clock)
+    return PairedDifference(Ratio(statistics.median(ratios), min(ratios), max(ratios), resampled=False), threshold,
+                            (len(base), len(cand)), clock, log_ratios=tuple(math.log(r) for r in ratios))
 
 
 def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
@@ -218,7 +239,15 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
     decide = paired_rounds if paired else between_rounds
     rounds = [decide(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
               for (a, b), r in zip(matched, by_rounds)]
-    if against_shift and not paired:
+    if paired:
+        by_clock: dict[str, list[PairedDifference]] = defaultdict(list)
+        for d in rounds:
+            if isinstance(d, PairedDifference):
+                by_clock[d.clock].append(d)
+        noises = {clock: pooled([d.log_ratios for d in ds], clock) for clock, ds in by_clock.items()}
+        rounds = [d.with_noise(noise) if isinstance(d, PairedDifference) and (noise := noises[d.clock]) else d
+                  for d in rounds]
+    elif against_shift:
         ratios: dict[str, list[float]] = defaultdict(list)
         for d in rounds:
             if d is not None:
@@ -226,6 +255,13 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
         shifts = {clock: run_shift(values, clock) for clock, values in ratios.items()}
         rounds = [replace(d, shift=shifts[d.clock]) if d is not None else None for d in rounds]
     return [d if d is not None else next(judged) for d in rounds]
+
+
+def paired_noises(rows: list[ComparisonRow]) -> list[PairedNoise]:
+    """The pooled paired noise the rows were judged against, one per clock (none without paired rounds)."""
+    found = {r.difference.noise.clock: r.difference.noise for r in rows
+             if isinstance(r.difference, PairedDifference) and r.difference.noise is not None}
+    return [found[clock] for clock in sorted(found)]
 
 
 def run_shifts(rows: list[ComparisonRow]) -> list[RunShift]:

@@ -12,6 +12,7 @@ from adcompare.analysis.comparison import (
     WITHIN_RUN_CAVEAT,
     compare,
     pair_environments,
+    paired_noises,
     regressions,
     run_shifts,
 )
@@ -76,5 +77,9 @@ def _compare_environments(pairs, args: argparse.Namespace) -> int:
             print(json.dumps({**p.to_json(), "regression": p in slower}))
     else:
         tables.print_environment_pairs(out, pairs)
-    _say_noise_model([p.timing for p in pairs if p.timing])
+    timed = [p.timing for p in pairs if p.timing]
+    _say_noise_model(timed)
+    threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    for noise in paired_noises(timed):  # on stderr, so --json's stdout stays one object per cell
+        err.print(noise.describe(threshold), highlight=False)
     return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0
