@@ -78,6 +78,13 @@ def gate(path: Path, pct: float) -> tuple[int, list[str]]:
                              for r in rows if r["regression"]]
 
 
+def noise_line(path: Path, pct: float) -> str:
+    """What `compare RUN` says of the run's paired noise (its stderr line)."""
+    done = subprocess.run([sys.executable, "-m", "adcompare", "compare", str(path), "--fail-above", str(pct),
+                           "--json"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "400"})
+    return " ".join(line for line in done.stderr.splitlines() if line.startswith("paired noise"))
+
+
 def unpaired(path: Path, pct: float) -> list[str]:
     """The same environment pairs decided between rounds without pairing: what two separate runs would give."""
     rows = []
@@ -111,6 +118,8 @@ def main() -> None:
     runs: dict = json.loads(summary_path.read_text())["runs"] if summary_path.exists() else {}
     plan = [(args.out / f"honest{k}.jsonl", new) for k in range(1, args.honest + 1)]
     plan += [(args.out / f"slow{k}.jsonl", slow) for k in range(1, args.slowed + 1)]
+    if args.reuse:  # committed run files are gzipped (benchmarks/results/gate/ab/)
+        plan = [(p if p.exists() else p.with_suffix(".jsonl.gz"), c) for p, c in plan]
     for path, candidate in plan:
         if not args.reuse:
             runs[path.name] = ab_run(path, base, candidate, args.rounds, selection)
@@ -123,7 +132,8 @@ def main() -> None:
         code, offending = gate(path, args.fail_above)
         caught = {key: any(o.startswith(f"{key} ") for o in offending) for key in TARGETS.values()}
         others = [o for o in offending if not any(o.startswith(f"{key} ") for key in TARGETS.values())]
-        row = {"run": path.name, "exit": code, "false_alarms": others, "unpaired_rule": unpaired(path, args.fail_above)}
+        row = {"run": path.name.removesuffix(".gz"), "exit": code, "false_alarms": others,
+               "unpaired_rule": unpaired(path, args.fail_above), "noise": noise_line(path, args.fail_above)}
         if candidate == slow:
             summary["slowed"].append({**row, "caught": caught, "offending": offending})
         else:
@@ -135,8 +145,8 @@ def main() -> None:
     print(f"  honest: {sum(bool(h['false_alarms']) for h in honest)} of {len(honest)} runs with a false alarm "
           f"({sum(len(h['false_alarms']) for h in honest)} cells); unpaired rule on the same runs: "
           f"{sum(bool(h['unpaired_rule']) for h in honest)} runs, {sum(len(h['unpaired_rule']) for h in honest)} cells")
-    for h in honest:
-        print(f"    {h['run']}: exit {h['exit']} {h['false_alarms']}")
+    for h in honest + slowed:
+        print(f"    {h['run']}: exit {h['exit']} {h['false_alarms']}; {h['noise'].split('; ')[-1]}")
     for key in TARGETS.values():
         print(f"  {args.slowdown:.0%} slowdown of {key}: caught in {sum(s['caught'][key] for s in slowed)} of "
               f"{len(slowed)} runs")
