@@ -152,6 +152,8 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     assert (slowed["low"], slowed["high"]) == pytest.approx((paired[0], paired[-1]))
     assert paired[0] > 2  # 4× the CPU time, whatever the load
     assert "paired rounds" in captured.err
+    assert main(["compare", str(out)]) == 0  # no --fail-above: no gate, the table says what its interval is
+    assert "interval on paired rounds" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------------------------------------------

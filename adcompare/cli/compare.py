@@ -65,6 +65,10 @@ def _say_noise_model(rows) -> None:
                   + (f", {paired} of them paired" if paired else "") + ")", highlight=False)
 
 
+PAIRED_INTERVAL = ("interval on paired rounds: exp(mean log(candidate_r ÷ baseline_r) ± z·σ/√n), σ the run's "
+                   "paired noise (printed below; with fewer than 10 cells: the range of the paired ratios)")
+
+
 def _compare_environments(pairs, args: argparse.Namespace) -> int:
     """One results file over several environments: exit 1 when a derivative differs between releases, or, with
     --fail-above, when a cell is significantly slower than in the baseline environment by more than PCT."""
@@ -76,7 +80,9 @@ def _compare_environments(pairs, args: argparse.Namespace) -> int:
         for p in pairs:
             print(json.dumps({**p.to_json(), "regression": p in slower}))
     else:
-        tables.print_environment_pairs(out, pairs)
+        paired = all(p.timing.noise_model == PAIRED_ROUNDS for p in pairs if p.timing)
+        tables.print_environment_pairs(out, pairs, PAIRED_INTERVAL) if paired \
+            else tables.print_environment_pairs(out, pairs)
     timed = [p.timing for p in pairs if p.timing]
     _say_noise_model(timed)
     threshold = NOISE if args.fail_above is None else args.fail_above / 100
