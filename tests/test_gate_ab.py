@@ -25,7 +25,7 @@ from adcompare.analysis.comparison import (
     paired_rounds,
     regressions,
 )
-from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled
+from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled, spread
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
 from adcompare.model.errors import EnvironmentSetupError
@@ -180,6 +180,12 @@ def test_pooled_noise_against_a_direct_recomputation():
     assert noise.rounds == 3 and noise.half_width(3) == pytest.approx(noise.z * noise.sigma / math.sqrt(3))
     assert noise.resolution(0.10) == pytest.approx(1.1 * math.exp(noise.half_width(3)) - 1)
     assert pooled(log_ratios[:MIN_POOLED_CELLS - 1], CPU_CLOCK) is None
+    classes = ["a"] * 6 + ["b"] * 5 + ["c"]  # a class of one cell is judged with the run's spread alone
+    by_class = pooled(log_ratios, CPU_CLOCK, classes)
+    assert set(by_class.classes) == {"a", "b"} and by_class.sigma == pytest.approx(noise.sigma)
+    assert by_class.classes["a"] == pytest.approx(spread(log_ratios[:6]))
+    for cls in ("a", "b", "c"):
+        assert by_class.sigma_of(cls) == max(noise.sigma, by_class.classes.get(cls, 0.0))
 
 
 def test_a_noisy_run_flags_only_beyond_its_noise_and_says_what_it_could_catch():
@@ -215,3 +221,31 @@ def test_a_cell_is_slower_exactly_when_its_noise_interval_clears_the_threshold(l
         slower = all(x > 0 for x in ls) and low > math.log(1 + threshold)
         faster = all(x < 0 for x in ls) and high < -math.log(1 + threshold)
         assert row.difference.significant == (slower or faster), (ls, noise)
+
+
+def test_a_noisy_class_is_judged_by_its_own_spread_not_by_the_quiet_cells():
+    """20 quiet torch eager cells (σ = 0.02) and 10 noisy JAX jit cells (σ = 0.3): a jit cell ×1.6 in every round
+    is within its class's noise (the run's overall spread, dominated by the quiet cells, would have flagged it);
+    a torch eager cell ×1.3 is flagged."""
+    rng = random.Random(3)
+    specs = [("torch", "eager", [rng.gauss(0, 0.02) for _ in range(3)]) for _ in range(20)]
+    specs += [("jax", "compiled", [rng.gauss(0, 0.3) for _ in range(3)]) for _ in range(10)]
+    specs += [("jax", "compiled", [math.log(1.6) + x for x in (0.05, 0.0, -0.05)]),
+              ("torch", "eager", [math.log(1.3)] * 3)]
+    ms = []
+    for k, (adapter, variant, ls) in enumerate(specs):
+        cell = Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "grad", adapter, variant, "cpu", "float32")
+        base = [1e-4 * (1 + r) for r in range(3)]
+        ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=_rounds(base)),
+               Measurement(replace(cell, environment="new"), Status.OK,
+                           timing=_rounds([b * math.exp(x) for b, x in zip(base, ls)]))]
+    rows = [p.timing for p in pair_environments(Results(({"environments": {"base": {}, "new": {}}},), tuple(ms)),
+                                                threshold=0.10)]
+    (noise,) = paired_noises(rows)
+    assert noise.classes["jax compiled"] > 5 * noise.classes["torch eager"]
+    by_size = {r.cell.size: r for r in rows}
+    jit, eager = by_size[f"n{10 ** 31}"], by_size[f"n{10 ** 32}"]
+    assert not jit.difference.significant and jit.difference.noise_class == "jax compiled"
+    half = noise.z * noise.sigma / math.sqrt(3)  # what the run's overall spread alone would have asked
+    assert math.exp(statistics.fmean([math.log(1.6) + x for x in (0.05, 0.0, -0.05)]) - half) > 1.1
+    assert {r.cell.size for r in regressions(rows)} == {eager.cell.size}

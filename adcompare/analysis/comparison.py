@@ -29,9 +29,10 @@ difference is real depends on what the files hold (`differences`):
   candidate_r ÷ baseline_r (`PairedDifference`), in which the load that drifts from minute to minute cancels —
   the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). What pairing
   cannot remove is the spread between two worker processes at one moment, which grows with the load; it is
-  pooled over the run's cells (paired_noise.py) and sets the bar: a cell is slower when the interval
-  exp(mean log ratio ± z·σ/√n) lies above 1 + threshold (z: Bonferroni over the cells compared) and every paired
-  round is slower; a noisy run flags less and says the smallest slowdown it could have caught. Below
+  pooled over the run's cells and over each class (adapter and variant; paired_noise.py) and sets the bar: a
+  cell is slower when the interval exp(mean log ratio ± z·σ/√n) lies above 1 + threshold (σ: the larger of its
+  class's and the run's; z: Bonferroni over the cells compared) and every paired round is slower; a noisy run
+  flags less and says the smallest slowdown it could have caught. Below
   MIN_POOLED_CELLS paired cells nothing is pooled, and every paired round must be slower by more than the
   threshold. Nothing is excused by a shift: both sides ran under one load, so a change that slows every cell
   is the change.
@@ -159,6 +160,7 @@ class PairedDifference(RoundDifference):
     noise_model: str = PAIRED_ROUNDS
     log_ratios: tuple[float, ...] = ()  # log(candidate_r ÷ baseline_r), one per round
     noise: PairedNoise | None = None
+    noise_class: str = ""  # the class whose spread the cell is judged with (paired_noise.py)
 
     @property
     def against(self) -> float:
@@ -180,14 +182,20 @@ class PairedDifference(RoundDifference):
         if not self.agree:
             return "paired rounds disagree in direction"
         if self.noise is not None:
-            return f"within the run's paired noise (from {self.noise.resolution(self.threshold):.0%} caught)"
+            caught = self.noise.resolution(self.threshold, self.noise_class)
+            return f"within the run's paired noise (from {caught:.0%} caught)"
         return f"a paired round within {self.threshold:.0%}"
 
-    def with_noise(self, noise: PairedNoise) -> "PairedDifference":
-        """Judged against the run's pooled noise (paired_noise.py)."""
-        mean, half = statistics.fmean(self.log_ratios), noise.half_width(len(self.log_ratios))
+    def with_noise(self, noise: PairedNoise, noise_class: str) -> "PairedDifference":
+        """Judged against the run's pooled noise for its class (paired_noise.py)."""
+        mean, half = statistics.fmean(self.log_ratios), noise.half_width(len(self.log_ratios), noise_class)
         ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
-        return replace(self, ratio=ratio, noise=noise)
+        return replace(self, ratio=ratio, noise=noise, noise_class=noise_class)
+
+
+def noise_class(cell: Cell) -> str:
+    """Cells whose paired rounds wander alike (measured: torch eager 0.16, JAX jit 0.29 at load 5–6)."""
+    return f"{cell.adapter} {cell.variant}"
 
 
 def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
@@ -240,13 +248,15 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
     rounds = [decide(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
               for (a, b), r in zip(matched, by_rounds)]
     if paired:
-        by_clock: dict[str, list[PairedDifference]] = defaultdict(list)
-        for d in rounds:
+        by_clock: dict[str, list[tuple[PairedDifference, str]]] = defaultdict(list)
+        for (_, b), d in zip(matched, rounds):
             if isinstance(d, PairedDifference):
-                by_clock[d.clock].append(d)
-        noises = {clock: pooled([d.log_ratios for d in ds], clock) for clock, ds in by_clock.items()}
-        rounds = [d.with_noise(noise) if isinstance(d, PairedDifference) and (noise := noises[d.clock]) else d
-                  for d in rounds]
+                by_clock[d.clock].append((d, noise_class(b.cell)))
+        noises = {clock: pooled([d.log_ratios for d, _ in ds], clock, [c for _, c in ds])
+                  for clock, ds in by_clock.items()}
+        rounds = [d.with_noise(noise, noise_class(b.cell))
+                  if isinstance(d, PairedDifference) and (noise := noises[d.clock]) else d
+                  for (_, b), d in zip(matched, rounds)]
     elif against_shift:
         ratios: dict[str, list[float]] = defaultdict(list)
         for d in rounds:
