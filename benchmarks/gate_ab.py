@@ -32,13 +32,17 @@ from adcompare.store.results import load
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE / "gate_slowdown_plugin.py"
 SELECTION = ["--problem", "exp_dot_loss,f_r2_r3,tanh", "--adapter", "jax,torch"]  # issue 23's honest pair
-# A µs-scale eager cell (torch eager grad, n = 100), a compiled one (torch.compile grad, n = 10⁴) and the cell that
-# cried wolf in issue 23 (JAX jit jacrev, n = 10⁴): the plugin's problem/operator/adapter/variant/n names and the
-# keys `compare` prints. The plugin's spin adds 20 % of a call's CPU time on the calling thread, but XLA's thread
-# pool spin-waits through that gap too, so the JAX cell's process CPU time grows by more than 20 % (read its ratio).
-TARGETS = {"exp_dot_loss/grad/torch/eager/100": "exp_dot_loss/n100/grad/torch/eager/cpu/float32",
-           "exp_dot_loss/grad/torch/compiled/10000": "exp_dot_loss/n10000/grad/torch/compiled/cpu/float32",
-           "exp_dot_loss/jacrev/jax/compiled/10000": "exp_dot_loss/n10000/jacrev/jax/compiled/cpu/float32"}
+# A µs-scale eager cell (torch eager grad, n = 100), a torch.compile one (grad, n = 100) and the cell that cried
+# wolf in issue 23 (JAX jit jacrev, n = 10⁴), as the plugin names them (problem/operator/adapter/variant/n).
+TARGETS = ("exp_dot_loss/grad/torch/eager/100", "exp_dot_loss/grad/torch/compiled/100",
+           "exp_dot_loss/jacrev/jax/compiled/10000")
+
+
+def target_key(target: str) -> str:
+    """The key `compare` prints for a plugin target: exp_dot_loss/grad/torch/eager/100 →
+    exp_dot_loss/n100/grad/torch/eager/cpu/float32."""
+    problem, operator, adapter, variant, n = target.split("/")
+    return f"{problem}/n{n}/{operator}/{adapter}/{variant}/cpu/float32"
 
 
 def wrapper(path: Path, env: dict[str, str]) -> str:
@@ -107,13 +111,16 @@ def main() -> None:
     p.add_argument("--select", help="another selection, as run's options in one string (e.g. \"--problem "
                                     "exp_dot_loss --operator grad\"); it must hold the targets")
     p.add_argument("--reuse", action="store_true", help="make no run: decide the run files already in --out")
+    p.add_argument("--targets", default=",".join(TARGETS),
+                   help="cells to slow down, as problem/operator/adapter/variant/n, comma-separated")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     selection = [] if args.suite else args.select.split() if args.select else SELECTION
     base = wrapper(args.out / "base.sh", {})
     new = wrapper(args.out / "new.sh", {})
     slow = wrapper(args.out / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": str(args.slowdown),
-                                          "ADCOMPARE_GATE_CELL": ",".join(TARGETS)})
+                                          "ADCOMPARE_GATE_CELL": args.targets})
+    targets = [target_key(t) for t in args.targets.split(",")]
     summary_path = args.out / "summary.json"
     runs: dict = json.loads(summary_path.read_text())["runs"] if summary_path.exists() else {}
     plan = [(args.out / f"honest{k}.jsonl", new) for k in range(1, args.honest + 1)]
@@ -126,12 +133,12 @@ def main() -> None:
             summary_path.write_text(json.dumps({"runs": runs}, indent=1))
 
     summary: dict = {"selection": selection or "quick suite", "rounds": args.rounds, "fail_above": args.fail_above,
-                     "slowdown": args.slowdown, "targets": list(TARGETS.values()), "runs": runs,
+                     "slowdown": args.slowdown, "targets": targets, "runs": runs,
                      "honest": [], "slowed": []}
     for path, candidate in plan:
         code, offending = gate(path, args.fail_above)
-        caught = {key: any(o.startswith(f"{key} ") for o in offending) for key in TARGETS.values()}
-        others = [o for o in offending if not any(o.startswith(f"{key} ") for key in TARGETS.values())]
+        caught = {key: any(o.startswith(f"{key} ") for o in offending) for key in targets}
+        others = [o for o in offending if not any(o.startswith(f"{key} ") for key in targets)]
         row = {"run": path.name.removesuffix(".gz"), "exit": code, "false_alarms": others,
                "unpaired_rule": unpaired(path, args.fail_above), "noise": noise_line(path, args.fail_above)}
         if candidate == slow:
@@ -147,7 +154,7 @@ def main() -> None:
           f"{sum(bool(h['unpaired_rule']) for h in honest)} runs, {sum(len(h['unpaired_rule']) for h in honest)} cells")
     for h in honest + slowed:
         print(f"    {h['run']}: exit {h['exit']} {h['false_alarms']}; {h['noise'].split('; ')[-1]}")
-    for key in TARGETS.values():
+    for key in targets:
         print(f"  {args.slowdown:.0%} slowdown of {key}: caught in {sum(s['caught'][key] for s in slowed)} of "
               f"{len(slowed)} runs")
     print(f"  slowed runs: {sum(len(s['false_alarms']) for s in slowed)} innocent cells offending "
