@@ -45,11 +45,13 @@ def target_key(target: str) -> str:
     return f"{problem}/n{n}/{operator}/{adapter}/{variant}/cpu/float32"
 
 
-def wrapper(path: Path, env: dict[str, str]) -> str:
-    """An interpreter for `--env NAME=@PATH`: this Python with `env` set (and the slowdown unset otherwise)."""
+def wrapper(path: Path, env: dict[str, str], write: bool = True) -> str:
+    """An interpreter for `--env NAME=@PATH`: this Python with `env` set (and the slowdown unset otherwise);
+    written unless `write` is False (--reuse runs nothing)."""
     sets = " ".join(f"{k}={v}" for k, v in env.items()) or "-u ADCOMPARE_GATE_SLOWDOWN"
-    path.write_text(f"#!/bin/sh\nexec env {sets} {sys.executable} \"$@\"\n")
-    path.chmod(0o755)
+    if write:
+        path.write_text(f"#!/bin/sh\nexec env {sets} {sys.executable} \"$@\"\n")
+        path.chmod(0o755)
     return str(path)
 
 
@@ -116,10 +118,11 @@ def main() -> None:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     selection = [] if args.suite else args.select.split() if args.select else SELECTION
-    base = wrapper(args.out / "base.sh", {})
-    new = wrapper(args.out / "new.sh", {})
+    write = not args.reuse
+    base = wrapper(args.out / "base.sh", {}, write)
+    new = wrapper(args.out / "new.sh", {}, write)
     slow = wrapper(args.out / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": str(args.slowdown),
-                                          "ADCOMPARE_GATE_CELL": args.targets})
+                                          "ADCOMPARE_GATE_CELL": args.targets}, write)
     targets = [target_key(t) for t in args.targets.split(",")]
     summary_path = args.out / "summary.json"
     runs: dict = json.loads(summary_path.read_text())["runs"] if summary_path.exists() else {}
