@@ -249,3 +249,20 @@ def test_a_noisy_class_is_judged_by_its_own_spread_not_by_the_quiet_cells():
     half = noise.z * noise.sigma / math.sqrt(3)  # what the run's overall spread alone would have asked
     assert math.exp(statistics.fmean([math.log(1.6) + x for x in (0.05, 0.0, -0.05)]) - half) > 1.1
     assert {r.cell.size for r in regressions(rows)} == {eager.cell.size}
+
+
+def test_the_readme_form_plans_every_cell_in_base_and_current(capsys):
+    """`--env base=@PYTHON --env current` (README's CI example): every cell once under base, once under current,
+    base first (the baseline `compare RUN` takes)."""
+    assert main(["run", "--adapter", "torch,jax", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
+                 "--variant", "eager", "--env", f"base=@{sys.executable}", "--env", "current", "--dry-run",
+                 "--json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [f"environment base: the existing interpreter {sys.executable} (used as it is)",
+                       f"environment current: this interpreter, {sys.executable}"]
+    by_env: dict[str, set[str]] = {}
+    for c in json.loads(out[0])["cells"]:
+        cell = c["cell"]
+        by_env.setdefault(cell.get("environment", "current"), set()).add(f"{cell['adapter']}/{cell['variant']}")
+    assert list(by_env) == ["base", "current"] and by_env["base"] == by_env["current"] == {"torch/eager",
+                                                                                             "jax/eager"}
