@@ -1,11 +1,13 @@
-"""A `--plugin` for benchmarks/gate_false_alarms.py only: slows one cell down by a known fraction, so the gate's
-power can be measured on real runs. Nothing happens unless ADCOMPARE_GATE_SLOWDOWN is set (the benchmark sets it
-for the runs it means to slow down); shipped adapters are untouched, the wrapping happens here, in the worker
-that loads this plugin.
+"""A `--plugin` for the gate benchmarks only (benchmarks/gate_false_alarms.py, benchmarks/gate_ab.py): slows cells
+down by a known fraction, so the gate's power can be measured on real runs. Nothing happens unless
+ADCOMPARE_GATE_SLOWDOWN is set (the benchmarks set it for the runs, or the environment's interpreter, they mean to
+slow down); shipped adapters are untouched, the wrapping happens here, in the worker that loads this plugin.
 
 ADCOMPARE_GATE_SLOWDOWN=0.2 and ADCOMPARE_GATE_CELL=problem/operator/adapter/variant/n (n: the size of the
-argument differentiated, e.g. exp_dot_loss/jacrev/jax/compiled/10000): each call of that cell runs, syncs, then
-spins for 0.2 × the time it took, so the cell is 20 % slower whatever the machine's load.
+argument differentiated, e.g. exp_dot_loss/jacrev/jax/compiled/10000; several separated by commas): each call of
+such a cell runs, syncs, then spins for 0.2 × the process CPU time the call took, so the cell costs 20 % more CPU
+time — the clock `compare` decides CPU cells on — whatever the machine's load. (Spinning for a fraction of the
+call's wall time, as this plugin first did, injects more than the fraction in CPU time when the machine is busy.)
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from dataclasses import replace
 from adcompare.plugin.adapter import Adapter
 
 FRACTION = float(os.environ.get("ADCOMPARE_GATE_SLOWDOWN") or 0)
-TARGET = os.environ.get("ADCOMPARE_GATE_CELL", "")
+TARGETS = frozenset(t for t in os.environ.get("ADCOMPARE_GATE_CELL", "").split(",") if t)
 
 if FRACTION > 0 and not getattr(Adapter.prepare, "gate_slowdown", False):
     shipped_prepare = Adapter.prepare
@@ -25,16 +27,16 @@ if FRACTION > 0 and not getattr(Adapter.prepare, "gate_slowdown", False):
         prepared = shipped_prepare(self, request)
         name = (f"{request.problem.name}/{request.operator}/{self.name}/{request.variant}/"
                 f"{request.inputs.wrt.size}")
-        if name != TARGET:
+        if name not in TARGETS:
             return prepared
         run, sync = prepared.run, self.sync
 
         def slower():
-            start = time.perf_counter()
+            start = time.process_time()
             out = run()
             sync(out)
-            until = time.perf_counter() + FRACTION * (time.perf_counter() - start)
-            while time.perf_counter() < until:
+            until = time.process_time() + FRACTION * (time.process_time() - start)
+            while time.process_time() < until:
                 pass
             return out
 

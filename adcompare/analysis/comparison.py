@@ -22,8 +22,20 @@ difference is real depends on what the files hold (`differences`):
   cell is judged against it: a regression when every candidate round is slower than every baseline round *times
   the shift* by more than the threshold. One slowed cell barely moves a median over dozens; a change that slows
   every cell moves the shift instead, which `compare` prints on its own line and `--fail-on-shift PCT` gates.
-  Multiplying every candidate cell by a constant changes the shift, never a verdict. Across environments of one
-  run (`pair_environments`) nothing is excused: both sides ran interleaved under the same load.
+  Multiplying every candidate cell by a constant changes the shift, never a verdict.
+- across the environments of one run (`pair_environments`; the A/B gate, `run --env base=@PYTHON --env current
+  --rounds N`): the runner times each cell in every environment in turn, seconds apart, so round r of both sides
+  saw the same moment of the machine's load. The noise model is then the spread of the *paired* ratios
+  candidate_r ÷ baseline_r (`PairedDifference`), in which the load that drifts from minute to minute cancels —
+  the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). What pairing
+  cannot remove is the spread between two worker processes at one moment, which grows with the load; it is
+  pooled over the run's cells and over each class (adapter and variant; paired_noise.py) and sets the bar: a
+  cell is slower when the interval exp(mean log ratio ± z·σ/√n) lies above 1 + threshold (σ: the larger of its
+  class's and the run's; z: Bonferroni over the cells compared) and every paired round is slower; a noisy run
+  flags less and says the smallest slowdown it could have caught. Below
+  MIN_POOLED_CELLS paired cells nothing is pooled, and every paired round must be slower by more than the
+  threshold. Nothing is excused by a shift: both sides ran under one load, so a change that slows every cell
+  is the change.
 - otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
   per-block samples of one process (bootstrap interval, Holm-corrected rank test, effect threshold), the test
   the report ranks with; those cells form one family for Holm's correction. It sees within-run noise only, so
@@ -33,12 +45,14 @@ difference is real depends on what the files hold (`differences`):
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from adcompare.analysis.bootstrap import Bootstrap, Ratio
+from adcompare.analysis.paired_noise import PairedNoise, pooled
 from adcompare.analysis.significance import NOISE, Difference, judge
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import UsageError
@@ -51,6 +65,7 @@ from adcompare.verify.check import scaled_error
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
 MIN_SHIFT_CELLS = 10  # fewer cells than this and the shift would be a few cells' own ratios: not estimated
 BETWEEN_ROUNDS = "between rounds"
+PAIRED_ROUNDS = "paired rounds"
 CPU_CLOCK = "process CPU time"
 WALL_CLOCK = "wall, fastest block"
 WITHIN_RUN = "within run"
@@ -136,6 +151,64 @@ class RoundDifference:
         return "rounds overlap"
 
 
+@dataclass(frozen=True)
+class PairedDifference(RoundDifference):
+    """candidate ÷ baseline of one cell timed in two environments in turn (see the module doc). With the run's
+    pooled noise: `ratio` is exp(mean log paired ratio) with the interval exp(mean ± z·σ/√n); without: the
+    median paired ratio with the range of the paired ratios."""
+
+    noise_model: str = PAIRED_ROUNDS
+    log_ratios: tuple[float, ...] = ()  # log(candidate_r ÷ baseline_r), one per round
+    noise: PairedNoise | None = None
+    noise_class: str = ""  # the class whose spread the cell is judged with (paired_noise.py)
+
+    @property
+    def against(self) -> float:
+        return 1.0  # both sides ran under one load: no run-wide shift is excused
+
+    @property
+    def agree(self) -> bool:
+        """Every paired round on one side of 1."""
+        return all(r > 0 for r in self.log_ratios) or all(r < 0 for r in self.log_ratios)
+
+    @property
+    def significant(self) -> bool:
+        return self.agree and super().significant
+
+    @property
+    def reason(self) -> str:
+        if self.significant:
+            return ""
+        if not self.agree:
+            return "paired rounds disagree in direction"
+        if self.noise is not None:
+            caught = self.noise.resolution(self.threshold, self.noise_class)
+            return f"within the run's paired noise (from {caught:.0%} caught)"
+        return f"a paired round within {self.threshold:.0%}"
+
+    def with_noise(self, noise: PairedNoise, noise_class: str) -> "PairedDifference":
+        """Judged against the run's pooled noise for its class (paired_noise.py)."""
+        mean, half = statistics.fmean(self.log_ratios), noise.half_width(len(self.log_ratios), noise_class)
+        ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
+        return replace(self, ratio=ratio, noise=noise, noise_class=noise_class)
+
+
+def noise_class(cell: Cell) -> str:
+    """Cells whose paired rounds wander alike (measured: torch eager 0.16, JAX jit 0.29 at load 5–6)."""
+    return f"{cell.adapter} {cell.variant}"
+
+
+def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
+    """candidate ÷ baseline round by round, for the two sides of an environment pair timed in turn; sides with
+    different round counts (a round skipped for the time budget) cannot be paired and are decided unpaired."""
+    base, cand, clock = round_values(baseline, candidate, cpu)
+    if len(base) != len(cand):
+        return between_rounds(baseline, candidate, threshold, cpu)
+    ratios = [c / b for b, c in zip(base, cand)]
+    return PairedDifference(Ratio(statistics.median(ratios), min(ratios), max(ratios), resampled=False), threshold,
+                            (len(base), len(cand)), clock, log_ratios=tuple(math.log(r) for r in ratios))
+
+
 def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
     """Each side's one value per round and the clock they come from: median CPU time per call where `cpu` (a CPU
     cell) and both sides recorded it, else the fastest wall-clock block."""
@@ -162,18 +235,29 @@ def has_rounds(timing: Timing) -> bool:
 
 
 def differences(matched: list[tuple[Measurement, Measurement]], threshold: float,
-                against_shift: bool = True) -> list[Difference | RoundDifference]:
-    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — judged against
-    the run-wide shift of its clock when `against_shift` — else the within-run test, Holm-corrected over the pairs
-    that use it."""
+                against_shift: bool = True, paired: bool = False) -> list[Difference | RoundDifference]:
+    """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — round by round
+    when `paired` (two environments of one run, timed in turn), else judged against the run-wide shift of its
+    clock when `against_shift` — else the within-run test, Holm-corrected over the pairs that use it."""
     by_rounds = [has_rounds(a.measured) and has_rounds(b.measured) for a, b in matched]
     within = [(a, b) for (a, b), r in zip(matched, by_rounds) if not r]
     boot = Bootstrap()
     judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.measured, "candidate:" + b.cell.key, b.measured),
                           a.measured.samples, b.measured.samples) for a, b in within], threshold))
-    rounds = [between_rounds(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
+    decide = paired_rounds if paired else between_rounds
+    rounds = [decide(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
               for (a, b), r in zip(matched, by_rounds)]
-    if against_shift:
+    if paired:
+        by_clock: dict[str, list[tuple[PairedDifference, str]]] = defaultdict(list)
+        for (_, b), d in zip(matched, rounds):
+            if isinstance(d, PairedDifference):
+                by_clock[d.clock].append((d, noise_class(b.cell)))
+        noises = {clock: pooled([d.log_ratios for d, _ in ds], clock, [c for _, c in ds])
+                  for clock, ds in by_clock.items()}
+        rounds = [d.with_noise(noise, noise_class(b.cell))
+                  if isinstance(d, PairedDifference) and (noise := noises[d.clock]) else d
+                  for (_, b), d in zip(matched, rounds)]
+    elif against_shift:
         ratios: dict[str, list[float]] = defaultdict(list)
         for d in rounds:
             if d is not None:
@@ -181,6 +265,13 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
         shifts = {clock: run_shift(values, clock) for clock, values in ratios.items()}
         rounds = [replace(d, shift=shifts[d.clock]) if d is not None else None for d in rounds]
     return [d if d is not None else next(judged) for d in rounds]
+
+
+def paired_noises(rows: list[ComparisonRow]) -> list[PairedNoise]:
+    """The pooled paired noise the rows were judged against, one per clock (none without paired rounds)."""
+    found = {r.difference.noise.clock: r.difference.noise for r in rows
+             if isinstance(r.difference, PairedDifference) and r.difference.noise is not None}
+    return [found[clock] for clock in sorted(found)]
 
 
 def run_shifts(rows: list[ComparisonRow]) -> list[RunShift]:
@@ -361,9 +452,10 @@ def pair_environments(results: Results, baseline: str | None = None,
                 continue
             matched.append((base, other))
     matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
-    # The timed pairs are decided as the cells of a two-file compare are (one Holm family where within run), but
-    # not against a run-wide shift: both environments ran interleaved under one load, so a shift is the release's.
+    # The timed pairs are decided round by round where both have rounds (the runner timed each cell's
+    # environments in turn), else within run as a two-file compare (one Holm family); never against a run-wide
+    # shift: both environments ran under one load, so a shift is the release's.
     timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
     rows = {id(b): ComparisonRow(b.cell, *_medians(a, b), d)
-            for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False))}
+            for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False, paired=True))}
     return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

@@ -75,7 +75,8 @@ def add_environment_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", action="append", metavar="NAME=REQUIREMENTS",
                    help="run the adapters whose frameworks REQUIREMENTS pin (pip requirements, space-separated) in "
                         "an isolated environment NAME, built once and cached (repeatable; `--env current` adds "
-                        "this interpreter); select with --environment NAME")
+                        "this interpreter; `--env NAME=@PYTHON` takes an existing interpreter as it is and runs every "
+                        "adapter there: the A/B gate); select with --environment NAME")
 
 
 def add_study_options(p: argparse.ArgumentParser) -> None:

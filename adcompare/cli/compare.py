@@ -7,10 +7,12 @@ import argparse
 import json
 
 from adcompare.analysis.comparison import (
+    PAIRED_ROUNDS,
     WITHIN_RUN,
     WITHIN_RUN_CAVEAT,
     compare,
     pair_environments,
+    paired_noises,
     regressions,
     run_shifts,
 )
@@ -52,10 +54,19 @@ def command(args: argparse.Namespace) -> int:
 def _say_noise_model(rows) -> None:
     """Which noise model decided the rows: the within-run rule is the weaker one, and the gate says so."""
     within = sum(r.noise_model == WITHIN_RUN for r in rows)
+    paired = sum(r.noise_model == PAIRED_ROUNDS for r in rows)
     if within:
         err.print(f"[yellow]{within} of {len(rows)} cells {WITHIN_RUN_CAVEAT}[/]", highlight=False)
+    elif paired == len(rows):
+        err.print(f"noise model: paired rounds, each cell's environments timed in turn ({len(rows)} cells)",
+                  highlight=False)
     else:
-        err.print(f"noise model: the spread between rounds ({len(rows)} cells)", highlight=False)
+        err.print(f"noise model: the spread between rounds ({len(rows)} cells"
+                  + (f", {paired} of them paired" if paired else "") + ")", highlight=False)
+
+
+PAIRED_INTERVAL = ("interval on paired rounds: exp(mean log(candidate_r ÷ baseline_r) ± z·σ/√n), σ the run's "
+                   "paired noise (printed below; with fewer than 10 cells: the range of the paired ratios)")
 
 
 def _compare_environments(pairs, args: argparse.Namespace) -> int:
@@ -69,6 +80,12 @@ def _compare_environments(pairs, args: argparse.Namespace) -> int:
         for p in pairs:
             print(json.dumps({**p.to_json(), "regression": p in slower}))
     else:
-        tables.print_environment_pairs(out, pairs)
-    _say_noise_model([p.timing for p in pairs if p.timing])
+        paired = all(p.timing.noise_model == PAIRED_ROUNDS for p in pairs if p.timing)
+        tables.print_environment_pairs(out, pairs, PAIRED_INTERVAL) if paired \
+            else tables.print_environment_pairs(out, pairs)
+    timed = [p.timing for p in pairs if p.timing]
+    _say_noise_model(timed)
+    threshold = NOISE if args.fail_above is None else args.fail_above / 100
+    for noise in paired_noises(timed):  # on stderr, so --json's stdout stays one object per cell
+        err.print(noise.describe(threshold), highlight=False)
     return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0

@@ -229,9 +229,10 @@ def versions_text(versions: dict[str, str]) -> str:
     return ", ".join(f"{name} {version}" for name, version in sorted(versions.items())) or "—"
 
 
-def print_environment_pairs(console: Console, pairs) -> None:
-    """`adcompare compare` on one run over several environments: each cell under two releases."""
-    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {bootstrap.METHOD}; "
+def print_environment_pairs(console: Console, pairs, interval: str = bootstrap.METHOD) -> None:
+    """`adcompare compare` on one run over several environments: each cell under two releases; `interval` says
+    what the interval column is."""
+    t = Table(title=f"the same cell in two environments; candidate ÷ baseline median; {interval}; "
                     f"values: the seeded projections of the two derivatives agree within the cell's tolerance",
               title_justify="left")
     for col in ("cell", "baseline", "candidate", "baseline median", "candidate median", "ratio", "95% interval",

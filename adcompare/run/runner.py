@@ -4,7 +4,9 @@ device count).
 Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
 `Cell.family` are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run
 resumes. With `RunOptions.rounds` > 1 every group runs once per round in fresh workers, and a timed cell is
-appended once, after its last round (rounds.py). The parent↔worker messages are in protocol.py.
+appended once, after its last round (rounds.py). The same group in several environments (`--env`) runs with one
+worker per environment, cell by cell in turn, so each cell's environments are timed seconds apart under one load
+(the A/B gate, comparison.py). The parent↔worker messages are in protocol.py.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -75,17 +78,39 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
 def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
                     options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
                     progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
-    """Each worker group's cells in one fresh worker process, group after group."""
+    """Each worker group's cells in one fresh worker process, group after group. Groups that differ only by
+    environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
+    as in odd rounds, put the other environment first): a load that comes and goes then falls on both sides of a
+    cell alike, which is what comparing environments needs."""
+    bundles: dict[tuple[str, ...], list[Sequence[Cell]]] = defaultdict(list)
     for cells in groups.values():
-        first = cells[0]
-        adapter = registry.adapters.get(first.adapter)
-        worker = WorkerProcess(first.adapter, first.dtype, first.device, options.threads, registry.plugins,
-                               cache_dir, interpreter=options.interpreters.get(first.environment),
-                               inputs=registry.inputs, seed=registry.seed, devices=first.devices)
-        with worker:
-            for m in _run_group(worker, cells, options, on_worker, progress):
+        bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
+    for bundle in bundles.values():
+        with ExitStack() as workers:
+            runs = []
+            for cells in bundle:
+                first = cells[0]
+                worker = workers.enter_context(WorkerProcess(
+                    first.adapter, first.dtype, first.device, options.threads, registry.plugins, cache_dir,
+                    interpreter=options.interpreters.get(first.environment), inputs=registry.inputs,
+                    seed=registry.seed, devices=first.devices))
+                runs.append(_run_group(worker, cells, options, on_worker, progress))
+            adapter = registry.adapters.get(bundle[0][0].adapter)
+            for m in _in_turn(runs):
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report
                     m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
+                yield m
+
+
+def _in_turn(runs: Sequence[Iterator[Measurement]]) -> Iterable[Measurement]:
+    """One measurement from each run in turn until all are done (a single run: its measurements in order)."""
+    active = list(runs)
+    while active:
+        for run_ in list(active):
+            m = next(run_, None)
+            if m is None:
+                active.remove(run_)
+            else:
                 yield m
 
 

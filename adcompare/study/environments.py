@@ -10,6 +10,10 @@ library's `venv` + pip, or with `uv` when it is on PATH (told never to download 
 The workers of the adapters whose frameworks an environment pins start from its interpreter; the interpreter
 adcompare runs in is the environment `current`, the default for every adapter no `--env` pins (`--env current`
 adds it for the pinned ones too, to compare the installed release with others).
+
+`--env NAME=@PYTHON` takes an existing interpreter as it is (nothing built or installed; it must import a
+protocol-compatible adcompare, e.g. the base branch's checkout in its own venv) and runs every adapter, like
+`current`: the A/B form of the regression gate, `--env base=@../base/.venv/bin/python --env current`.
 """
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ class EnvironmentSpec:
 
     name: str
     requirements: tuple[str, ...] = ()
+    python: str = ""  # `NAME=@PYTHON`: an existing interpreter, used as it is (no requirements, nothing built)
 
     @classmethod
     def parse(cls, text: str) -> "EnvironmentSpec":
@@ -65,6 +70,12 @@ class EnvironmentSpec:
         if name == CURRENT:
             raise EnvironmentSetupError(f"--env {text!r}: 'current' is the interpreter adcompare runs in and takes no "
                                         f"requirements; pick another name")
+        if reqs.strip().startswith("@"):
+            python = reqs.strip()[1:]
+            if not python:
+                raise EnvironmentSetupError(f"--env {text!r}: name the interpreter after @, e.g. "
+                                            f"{name}=@../base/.venv/bin/python")
+            return cls(name, python=python)
         requirements = tuple(shlex.split(reqs))
         if not requirements:
             raise EnvironmentSetupError(f"--env {text!r}: no requirements; name at least one, "
@@ -77,8 +88,9 @@ class EnvironmentSpec:
         return frozenset(normalize(m.group(1)) for r in self.requirements if (m := _REQUIREMENT_NAME.match(r)))
 
     def pins(self, adapter: Adapter) -> bool:
-        """Whether this environment runs `adapter`: it pins the adapter's framework (`current` runs every one)."""
-        if self.name == CURRENT:
+        """Whether this environment runs `adapter`: it pins the adapter's framework (`current` and an existing
+        interpreter, `@PYTHON`, run every one)."""
+        if self.name == CURRENT or self.python:
             return True
         return bool(self.pinned & {normalize(d) for d in (adapter.distribution, *adapter.runtime_distributions)})
 
@@ -251,6 +263,8 @@ def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Install
     """The environment for `spec`, built once and reused; raises EnvironmentSetupError (exit 2) when it cannot be."""
     if spec.name == CURRENT:
         return current()
+    if spec.python:
+        return existing(spec)
     root = root or cache_root()
     installer = installer or Installer.find()
     source = adcompare_source()
@@ -284,6 +298,8 @@ def describe(spec: EnvironmentSpec) -> str:
     """For --dry-run: where the environment lives and whether a run would build it first."""
     if spec.name == CURRENT:
         return f"this interpreter, {sys.executable}"
+    if spec.python:
+        return f"the existing interpreter {spec.python} (used as it is)"
     path = cache_root() / environment_key(spec)
     state = "cached" if path.is_dir() else "to build"
     return f"{' '.join(spec.requirements)} ({state}: {path})"
@@ -306,6 +322,13 @@ def current() -> Environment:
     """The interpreter adcompare runs in."""
     installed = {d.metadata["Name"]: d.version for d in importlib.metadata.distributions() if d.metadata["Name"]}
     return Environment(CURRENT, sys.executable, (), installed, sys.prefix)
+
+
+def existing(spec: EnvironmentSpec) -> Environment:
+    """`--env NAME=@PYTHON`: the interpreter as it is, with the distributions it has installed."""
+    installed = json.loads(_run(spec, [spec.python, "-c", _INSTALLED], Installer(None),
+                                what=f"run {spec.python}", fix="name a Python interpreter after @"))
+    return Environment(spec.name, spec.python, (), installed, "")
 
 
 def build_all(specs: Sequence[EnvironmentSpec], *, say: Callable[[str], None] = lambda line: None

@@ -1,0 +1,91 @@
+"""The A/B gate's noise model: how much one paired round of a run wanders, pooled over the run's cells.
+
+In an A/B run (`run --env base=@PY --env new=@PY --rounds N`) round r of a cell's two sides ran seconds apart, so
+the load that drifts between runs cancels in the paired ratio candidate_r ÷ baseline_r — but the spread between
+two worker processes at one moment does not: on the shared 2-core machine at load 5–6 one paired round's log
+ratio wandered by σ ≈ 0.17–0.24 in honest runs (the same code on both sides), and by class of cell from 0.16
+(torch eager) to 0.29 (JAX jit) and more (torch.compile at µs scale). Three rounds of one cell cannot estimate that
+spread; the run's other cells can. So it is pooled: every cell's log paired ratios minus that cell's mean, as a
+robust standard deviation (1.4826 × the median absolute residual, scaled by √(n/(n−1)) for the mean taken out),
+over all cells of the comparison on one clock and over each class of cells (adapter and variant); a cell is judged
+with the larger of the two, so a noisy class is not judged by the quiet ones (most cells are unchanged, and a
+changed cell shifts its own mean, not its spread).
+
+A cell's mean log ratio then has the standard error σ/√n, and the gate's bar is z standard errors, z from a
+Bonferroni bound over the cells compared (5 % family-wise, two-sided, Gaussian): a cell is slower when its interval
+exp(mean ± z·σ/√n) lies above 1 + threshold, and every paired round agrees in direction. The bar follows the
+load: a noisy run flags less and says the smallest slowdown it could still have caught (`resolution`).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+FAMILY_ALPHA = 0.05  # family-wise false-alarm rate the bar is set for, under the Gaussian model
+MIN_POOLED_CELLS = 10  # fewer paired cells than this and the pooled spread would be a few cells' own: not pooled
+MIN_CLASS_CELLS = 2  # a class of fewer cells is judged with the run's spread alone
+
+
+def spread(log_ratios: Sequence[Sequence[float]]) -> float:
+    """Robust standard deviation of one round's log ratio around its cell's mean, over the cells given."""
+    residuals = []
+    for ratios in log_ratios:
+        mean = statistics.fmean(ratios)
+        scale = math.sqrt(len(ratios) / (len(ratios) - 1))  # the mean taken out shrinks the residuals
+        residuals += [abs(r - mean) * scale for r in ratios]
+    return 1.4826 * statistics.median(residuals)
+
+
+@dataclass(frozen=True)
+class PairedNoise:
+    """The pooled spread of one paired round's log ratio on one clock, overall and per class, and the bar."""
+
+    sigma: float  # robust standard deviation of one paired round's log ratio, over every cell
+    cells: int  # cells pooled
+    rounds: int  # paired rounds per cell (the most common count)
+    z: float  # standard errors a cell's mean must clear
+    clock: str
+    classes: Mapping[str, float] = field(default_factory=dict)  # class → its spread (classes of ≥ 2 cells)
+
+    def sigma_of(self, cls: str) -> float:
+        """The spread a cell of class `cls` is judged with: its class's or the run's, whichever is larger."""
+        return max(self.sigma, self.classes.get(cls, 0.0))
+
+    def half_width(self, rounds: int, cls: str = "") -> float:
+        """z standard errors of the mean log ratio of `rounds` paired rounds of a cell of class `cls`."""
+        return self.z * self.sigma_of(cls) / math.sqrt(rounds)
+
+    def resolution(self, threshold: float, cls: str = "") -> float:
+        """The smallest slowdown (fraction) a cell of class `cls` with the usual round count could be flagged at."""
+        return (1 + threshold) * math.exp(self.half_width(self.rounds, cls)) - 1
+
+    def describe(self, threshold: float) -> str:
+        by_class = ", ".join(f"{c} {s:.0%}" for c, s in sorted(self.classes.items(), key=lambda kv: kv[1]))
+        worst = max([self.sigma, *self.classes.values()])
+        worst_resolution = (1 + threshold) * math.exp(self.z * worst / math.sqrt(self.rounds)) - 1
+        return (f"paired noise: one paired round wanders by {self.sigma:.1%} (log ratio, pooled over {self.cells} "
+                f"cells, {self.clock}; by class {by_class}); a cell must clear {self.z:.2f} standard errors of its "
+                f"{self.rounds}-round mean: slowdowns from {self.resolution(threshold):.0%} (the quietest cells) "
+                f"to {worst_resolution:.0%} can be caught in this run")
+
+    def to_json(self) -> dict:
+        return {"sigma": self.sigma, "cells": self.cells, "rounds": self.rounds, "z": self.z, "clock": self.clock,
+                "classes": dict(self.classes)}
+
+
+def pooled(log_ratios: Sequence[Sequence[float]], clock: str, classes: Sequence[str] = ()) -> PairedNoise | None:
+    """The pooled noise of cells' log paired ratios (each cell's rounds; `classes`: each cell's class, e.g.
+    "torch eager"), or None for fewer than MIN_POOLED_CELLS cells with 2 rounds or more."""
+    labels = list(classes) or [""] * len(log_ratios)
+    usable = [(r, c) for r, c in zip(log_ratios, labels) if len(r) >= 2]
+    if len(usable) < MIN_POOLED_CELLS:
+        return None
+    by_class: dict[str, list[Sequence[float]]] = {}
+    for ratios, cls in usable:
+        by_class.setdefault(cls, []).append(ratios)
+    z = statistics.NormalDist().inv_cdf(1 - FAMILY_ALPHA / (2 * len(usable)))
+    rounds = statistics.mode(len(r) for r, _ in usable)
+    return PairedNoise(spread([r for r, _ in usable]), len(usable), rounds, z, clock,
+                       {c: spread(rs) for c, rs in by_class.items() if c and len(rs) >= MIN_CLASS_CELLS})

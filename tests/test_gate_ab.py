@@ -1,0 +1,268 @@
+"""The A/B gate: a baseline and a candidate interpreter (`run --env base=@PY --env new=@PY --rounds N`) timed in
+turn, cell by cell, in one run, and `compare RUN` deciding each cell on its paired rounds (comparison.py)."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adcompare.analysis.comparison import (
+    BETWEEN_ROUNDS,
+    CPU_CLOCK,
+    PAIRED_ROUNDS,
+    PairedDifference,
+    between_rounds,
+    pair_environments,
+    paired_noises,
+    paired_rounds,
+    regressions,
+)
+from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled, spread
+from adcompare.cli.main import main
+from adcompare.model.cell import Cell
+from adcompare.model.errors import EnvironmentSetupError
+from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.status import Status
+from adcompare.store.results import Results, load
+from adcompare.study import environments
+from adcompare.study.environments import EnvironmentSpec
+
+PLUGIN = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_slowdown_plugin.py"
+
+
+def _rounds(cpu) -> Timing:
+    """A CPU cell timed in rounds whose median CPU times per call are `cpu`."""
+    cpu = tuple(float(c) for c in cpu)
+    return Timing(cpu, 10, 1e-3, rounds=cpu, round_minima=cpu, round_cpu=cpu)
+
+
+def test_paired_rounds_against_a_direct_recomputation_and_the_load_cancels():
+    """Each round's load (×1, ×2, ×3) falls on both sides alike: paired, the candidate is 20–25 % slower in every
+    round; unpaired, its rounds overlap the baseline's and nothing can be said."""
+    base, cand = [1.0, 2.0, 3.0], [1.25, 2.5, 3.6]
+    d = paired_rounds(_rounds(base), _rounds(cand), 0.10)
+    ratios = [c / b for b, c in zip(base, cand)]
+    assert isinstance(d, PairedDifference) and d.noise_model == PAIRED_ROUNDS and d.clock == CPU_CLOCK
+    assert (d.ratio.ratio, d.ratio.low, d.ratio.high) == pytest.approx((statistics.median(ratios), 1.2, 1.25))
+    assert d.significant and d.rounds == (3, 3) and d.against == 1.0
+    assert not paired_rounds(_rounds(base), _rounds(cand), 0.25).significant  # one round is only 20 % slower
+    unpaired = between_rounds(_rounds(base), _rounds(cand), 0.10)
+    assert unpaired.noise_model == BETWEEN_ROUNDS and not unpaired.significant
+
+
+def test_one_paired_round_within_the_threshold_is_no_regression():
+    d = paired_rounds(_rounds([1.0, 1.0, 1.0]), _rounds([1.5, 1.5, 1.05]), 0.10)
+    assert not d.significant and d.reason == "a paired round within 10%"
+    d = paired_rounds(_rounds([1.0, 1.0, 1.0]), _rounds([1.5, 0.9, 1.5]), 0.10)
+    assert not d.significant and d.reason == "paired rounds disagree in direction"
+
+
+def test_sides_with_different_round_counts_are_decided_unpaired():
+    d = paired_rounds(_rounds([1.0, 1.1, 1.2]), _rounds([1.5, 1.6]), 0.10)
+    assert d.noise_model == BETWEEN_ROUNDS and not isinstance(d, PairedDifference)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 5).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(1e-7, 1.0), min_size=n, max_size=n), st.lists(st.floats(0.2, 5.0), min_size=n, max_size=n))),
+    st.sampled_from([0.05, 0.10, 0.25]))
+def test_fewer_than_6_rounds_flag_only_when_every_paired_round_clears_the_threshold(sides, threshold):
+    base, factors = sides
+    cand = [b * f for b, f in zip(base, factors)]
+    d = paired_rounds(_rounds(base), _rounds(cand), threshold)
+    ratios = [c / b for b, c in zip(base, cand)]
+    slower = all(r > 1 + threshold for r in ratios)
+    faster = all(r < 1 / (1 + threshold) for r in ratios)
+    assert d.significant == (slower or faster)
+
+
+def _environment_results(base: list[list[float]], cand: list[list[float]]) -> Results:
+    cells = [Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "grad", "torch", "eager", "cpu", "float32")
+             for k in range(len(base))]
+    ms = [Measurement(replace(c, environment=env), Status.OK, timing=_rounds(r))
+          for env, side in (("base", base), ("new", cand)) for c, r in zip(cells, side)]
+    return Results(({"environments": {"base": {}, "new": {}}},), tuple(ms))
+
+
+def test_environments_of_one_run_are_decided_on_paired_rounds_and_nothing_is_excused():
+    """Twelve cells all 20 % slower in every paired round: two separate runs would call that the run's shift and
+    pass it; the environments of one run ran under one load, so every cell is a regression."""
+    base = [[1.0 + k / 10, 2.0, 1.5] for k in range(12)]
+    cand = [[1.2 * v for v in rounds] for rounds in base]
+    pairs = pair_environments(_environment_results(base, cand), threshold=0.10)
+    rows = [p.timing for p in pairs]
+    assert len(rows) == 12 and all(r.noise_model == PAIRED_ROUNDS for r in rows)
+    assert len(regressions(rows)) == 12 and all(r.against == 1.0 for r in rows)
+    assert all(r.change == pytest.approx(1.2) for r in rows)
+
+
+def test_env_at_python_takes_an_existing_interpreter_as_it_is():
+    spec = EnvironmentSpec.parse(f"base=@{sys.executable}")
+    assert spec == EnvironmentSpec("base", python=sys.executable) and spec.requirements == ()
+    env = environments.build(spec)  # nothing built: the interpreter's own packages
+    assert env.python == sys.executable and "numpy" in {k.lower() for k in env.installed}
+    assert "existing interpreter" in environments.describe(spec)
+    with pytest.raises(EnvironmentSetupError, match="name the interpreter after @"):
+        EnvironmentSpec.parse("base=@")
+    with pytest.raises(EnvironmentSetupError, match="cannot run /nonexistent/python"):
+        environments.build(EnvironmentSpec.parse("base=@/nonexistent/python"))
+
+
+def _interpreter(path: Path, env: dict[str, str]) -> str:
+    """This Python behind a wrapper that sets `env` (what a base checkout's venv is to a CI job)."""
+    sets = " ".join(f"{k}={v}" for k, v in env.items()) or "-u ADCOMPARE_GATE_SLOWDOWN"
+    path.write_text(f"#!/bin/sh\nexec env {sets} {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tmp_path, capsys, monkeypatch):
+    """A real run: base and a candidate whose torch eager grad at n = 100 costs 4× the CPU time (the slowdown
+    plugin, in the candidate's interpreter only). The cells of both environments are timed in turn (round 2, the
+    last, in reverse: the file's order shows it), and `compare RUN` flags the slowed cell on paired rounds."""
+    monkeypatch.delenv("ADCOMPARE_GATE_SLOWDOWN", raising=False)
+    base = _interpreter(tmp_path / "base.sh", {})
+    slow = _interpreter(tmp_path / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": "3",
+                                                "ADCOMPARE_GATE_CELL": "exp_dot_loss/grad/torch/eager/100"})
+    out = tmp_path / "ab.jsonl"
+    assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--size", "n10,n100", "--operator",
+                 "grad", "--variant", "eager", "--dtype", "float32", "--no-progress", "--rounds", "2",
+                 "--plugin", str(PLUGIN), "--env", f"base=@{base}", "--env", f"new=@{slow}", "-o", str(out)]) == 0
+    results = load([out])
+    order = [(m.cell.size, m.cell.environment) for m in results.measurements]
+    # Round 2 goes through the groups and their cells in reverse: new before base, n100 before n10, in turn.
+    assert order == [("n100", "new"), ("n100", "base"), ("n10", "new"), ("n10", "base")]
+    assert [w["environment"] for w in results.workers] == ["base", "new", "new", "base"]
+    capsys.readouterr()
+    assert main(["compare", str(out), "--fail-above", "10", "--json"]) == 1
+    captured = capsys.readouterr()
+    rows = {r["cell"]["size"]: r for r in map(json.loads, captured.out.splitlines())}
+    slowed = rows["n100"]
+    assert slowed["noise_model"] == PAIRED_ROUNDS and slowed["regression"] and slowed["rounds"] == [2, 2]
+    by_env = {m.cell.environment: m.timing.round_cpu for m in results.measurements if m.cell.size == "n100"}
+    paired = sorted(c / b for b, c in zip(by_env["base"], by_env["new"]))
+    assert (slowed["low"], slowed["high"]) == pytest.approx((paired[0], paired[-1]))
+    assert paired[0] > 2  # 4× the CPU time, whatever the load
+    assert "paired rounds" in captured.err
+    assert main(["compare", str(out)]) == 0  # no --fail-above: no gate, the table says what its interval is
+    assert "interval on paired rounds" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pooled paired noise (paired_noise.py): the run's cells say how much one paired round wanders
+
+
+def _paired_results(log_ratios: list[list[float]], base: float = 1e-4) -> Results:
+    """Cells whose candidate_r ÷ baseline_r is exp(log_ratios[cell][r]); the baseline's rounds vary by ×1–×3 (a
+    load that falls on both sides alike)."""
+    base_rounds = [[base * (1 + (r % 3)) for r in range(len(ls))] for ls in log_ratios]
+    cand_rounds = [[b * math.exp(x) for b, x in zip(bs, ls)] for bs, ls in zip(base_rounds, log_ratios)]
+    return _environment_results(base_rounds, cand_rounds)
+
+
+def test_pooled_noise_against_a_direct_recomputation():
+    log_ratios = [[0.1 * k, -0.05 * k, 0.02] for k in range(12)]
+    noise = pooled(log_ratios, CPU_CLOCK)
+    residuals = []
+    for ls in log_ratios:
+        mean = sum(ls) / 3
+        residuals += [abs(x - mean) * math.sqrt(3 / 2) for x in ls]
+    assert noise.sigma == pytest.approx(1.4826 * statistics.median(residuals))
+    assert noise.z == pytest.approx(statistics.NormalDist().inv_cdf(1 - 0.05 / 24)) and noise.cells == 12
+    assert noise.rounds == 3 and noise.half_width(3) == pytest.approx(noise.z * noise.sigma / math.sqrt(3))
+    assert noise.resolution(0.10) == pytest.approx(1.1 * math.exp(noise.half_width(3)) - 1)
+    assert pooled(log_ratios[:MIN_POOLED_CELLS - 1], CPU_CLOCK) is None
+    classes = ["a"] * 6 + ["b"] * 5 + ["c"]  # a class of one cell is judged with the run's spread alone
+    by_class = pooled(log_ratios, CPU_CLOCK, classes)
+    assert set(by_class.classes) == {"a", "b"} and by_class.sigma == pytest.approx(noise.sigma)
+    assert by_class.classes["a"] == pytest.approx(spread(log_ratios[:6]))
+    for cls in ("a", "b", "c"):
+        assert by_class.sigma_of(cls) == max(noise.sigma, by_class.classes.get(cls, 0.0))
+
+
+def test_a_noisy_run_flags_only_beyond_its_noise_and_says_what_it_could_catch():
+    """30 honest cells whose paired rounds wander by σ = 0.2 (load 5–6 here), one cell ×1.2 and one ×3 in every
+    round: the ×3 is flagged, the ×1.2 is within the noise (and the row says from what slowdown it would be
+    caught); in a quiet run (σ = 0.01) the same ×1.2 is flagged."""
+    rng = random.Random(7)
+    for sigma, caught_20 in ((0.2, False), (0.01, True)):
+        honest = [[rng.gauss(0, sigma) for _ in range(3)] for _ in range(30)]
+        slowed = [[math.log(1.2) + rng.gauss(0, sigma) / 10 for _ in range(3)], [math.log(3.0)] * 3]
+        rows = [p.timing for p in pair_environments(_paired_results(honest + slowed), threshold=0.10)]
+        (noise,) = paired_noises(rows)
+        assert noise.sigma == pytest.approx(sigma, rel=0.5)
+        flagged = {r.cell.size for r in regressions(rows)}
+        twenty, triple = f"n{10 ** 31}", f"n{10 ** 32}"  # the cells after the 30 honest ones
+        assert flagged == ({twenty, triple} if caught_20 else {triple})  # no honest cell
+        if not caught_20:
+            (row,) = [r for r in rows if r.cell.size == twenty]
+            assert row.verdict == f"same (within the run's paired noise (from {noise.resolution(0.1):.0%} caught))"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3), min_size=MIN_POOLED_CELLS, max_size=25),
+       st.sampled_from([0.05, 0.10, 0.25]))
+def test_a_cell_is_slower_exactly_when_its_noise_interval_clears_the_threshold(log_ratios, threshold):
+    rows = [p.timing for p in pair_environments(_paired_results(log_ratios), threshold=threshold)]
+    noise = pooled(log_ratios, CPU_CLOCK)
+    by_cell = {r.cell.size: r for r in rows}
+    for k, ls in enumerate(log_ratios):
+        row = by_cell[f"n{10 ** (k + 1)}"]
+        mean = statistics.fmean(ls)
+        low, high = mean - noise.half_width(3), mean + noise.half_width(3)
+        slower = all(x > 0 for x in ls) and low > math.log(1 + threshold)
+        faster = all(x < 0 for x in ls) and high < -math.log(1 + threshold)
+        assert row.difference.significant == (slower or faster), (ls, noise)
+
+
+def test_a_noisy_class_is_judged_by_its_own_spread_not_by_the_quiet_cells():
+    """20 quiet torch eager cells (σ = 0.02) and 10 noisy JAX jit cells (σ = 0.3): a jit cell ×1.6 in every round
+    is within its class's noise (the run's overall spread, dominated by the quiet cells, would have flagged it);
+    a torch eager cell ×1.3 is flagged."""
+    rng = random.Random(3)
+    specs = [("torch", "eager", [rng.gauss(0, 0.02) for _ in range(3)]) for _ in range(20)]
+    specs += [("jax", "compiled", [rng.gauss(0, 0.3) for _ in range(3)]) for _ in range(10)]
+    specs += [("jax", "compiled", [math.log(1.6) + x for x in (0.05, 0.0, -0.05)]),
+              ("torch", "eager", [math.log(1.3)] * 3)]
+    ms = []
+    for k, (adapter, variant, ls) in enumerate(specs):
+        cell = Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "grad", adapter, variant, "cpu", "float32")
+        base = [1e-4 * (1 + r) for r in range(3)]
+        ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=_rounds(base)),
+               Measurement(replace(cell, environment="new"), Status.OK,
+                           timing=_rounds([b * math.exp(x) for b, x in zip(base, ls)]))]
+    rows = [p.timing for p in pair_environments(Results(({"environments": {"base": {}, "new": {}}},), tuple(ms)),
+                                                threshold=0.10)]
+    (noise,) = paired_noises(rows)
+    assert noise.classes["jax compiled"] > 5 * noise.classes["torch eager"]
+    by_size = {r.cell.size: r for r in rows}
+    jit, eager = by_size[f"n{10 ** 31}"], by_size[f"n{10 ** 32}"]
+    assert not jit.difference.significant and jit.difference.noise_class == "jax compiled"
+    half = noise.z * noise.sigma / math.sqrt(3)  # what the run's overall spread alone would have asked
+    assert math.exp(statistics.fmean([math.log(1.6) + x for x in (0.05, 0.0, -0.05)]) - half) > 1.1
+    assert {r.cell.size for r in regressions(rows)} == {eager.cell.size}
+
+
+def test_the_readme_form_plans_every_cell_in_base_and_current(capsys):
+    """`--env base=@PYTHON --env current` (README's CI example): every cell once under base, once under current,
+    base first (the baseline `compare RUN` takes)."""
+    assert main(["run", "--adapter", "torch,jax", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
+                 "--variant", "eager", "--env", f"base=@{sys.executable}", "--env", "current", "--dry-run",
+                 "--json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [f"environment base: the existing interpreter {sys.executable} (used as it is)",
+                       f"environment current: this interpreter, {sys.executable}"]
+    by_env: dict[str, set[str]] = {}
+    for c in json.loads(out[0])["cells"]:
+        cell = c["cell"]
+        by_env.setdefault(cell.get("environment", "current"), set()).add(f"{cell['adapter']}/{cell['variant']}")
+    assert list(by_env) == ["base", "current"] and by_env["base"] == by_env["current"] == {"torch/eager",
+                                                                                             "jax/eager"}
