@@ -54,13 +54,10 @@ from dataclasses import dataclass, replace
 from adcompare.analysis.bootstrap import Bootstrap, Ratio
 from adcompare.analysis.paired_noise import PairedNoise, pooled
 from adcompare.analysis.significance import NOISE, Difference, judge
-from adcompare.model.cell import CURRENT, Cell
-from adcompare.model.errors import UsageError
+from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
-from adcompare.model.status import NOT_RUN
 from adcompare.run.timing import median_interval
 from adcompare.store.results import Results
-from adcompare.verify.check import scaled_error
 
 MIN_ROUNDS = 2  # rounds a side needs before its spread between rounds is the noise model
 MIN_SHIFT_CELLS = 10  # fewer cells than this and the shift would be a few cells' own ratios: not estimated
@@ -348,11 +345,11 @@ def compare(baseline: Results, candidate: Results, threshold: float = NOISE,
     timed in rounds are judged against the candidate run's shift unless `against_shift` is False (the rule before
     the shift, kept for measuring the gate against it)."""
     matched = sorted(pairs(baseline, candidate), key=lambda p: p[1].cell)
-    return [ComparisonRow(b.cell, *_medians(a, b), d)
+    return [ComparisonRow(b.cell, *medians(a, b), d)
             for (a, b), d in zip(matched, differences(matched, threshold, against_shift))]
 
 
-def _medians(baseline: Measurement, candidate: Measurement) -> tuple[float, float]:
+def medians(baseline: Measurement, candidate: Measurement) -> tuple[float, float]:
     """What a row shows: the median of the per-round values where both sides have rounds (what the decision is
     made on, round_values), else the median of the samples."""
     a, b = baseline.measured, candidate.measured
@@ -367,95 +364,3 @@ def regressions(rows: list[ComparisonRow]) -> list[ComparisonRow]:
     it), worst first."""
     slow = [r for r in rows if r.difference.significant and r.relative_change > 1]
     return sorted(slow, key=lambda r: -r.relative_change)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Across environments (one run with several `--env`): the same cell under two framework releases
-
-
-@dataclass(frozen=True)
-class EnvironmentPair:
-    """One cell run in the baseline environment and in another: timing ratio and derivative agreement."""
-
-    baseline: Measurement
-    candidate: Measurement
-    timing: ComparisonRow | None  # None when a side was not timed (failed, unsupported, check only)
-
-    @property
-    def cell(self) -> Cell:
-        """The cell both sides ran, named without an environment."""
-        return replace(self.baseline.cell, environment=CURRENT)
-
-    @property
-    def projection_error(self) -> float | None:
-        """Scaled difference of the two cells' seeded projections (check.py); None when a side has none."""
-        a, b = self.baseline.check, self.candidate.check
-        if a is None or b is None or a.projection is None or b.projection is None:
-            return None
-        return scaled_error(a.projection, b.projection)
-
-    @property
-    def values_agree(self) -> bool | None:
-        a, b, error = self.baseline.check, self.candidate.check, self.projection_error
-        if a is None or b is None or error is None:  # a projection error means both sides have a check
-            return None
-        return error <= max(a.tolerance, b.tolerance)
-
-    @property
-    def verdict(self) -> str:
-        return self.timing.verdict if self.timing else "not timed in both"
-
-    @property
-    def changed_versions(self) -> tuple[dict[str, str], dict[str, str]]:
-        """The framework versions that differ between the two sides (what the comparison is about)."""
-        b, c = self.baseline.versions, self.candidate.versions
-        names = sorted(n for n in {*b, *c} if b.get(n) != c.get(n))
-        return {n: b.get(n, "absent") for n in names}, {n: c.get(n, "absent") for n in names}
-
-    def to_json(self) -> dict:
-        b, c = self.baseline, self.candidate
-        timing = self.timing.to_json() if self.timing else {}
-        timing.pop("cell", None)
-        timing.pop("key", None)
-        return {"cell": self.cell.to_json(), "baseline_environment": b.cell.environment,
-                "candidate_environment": c.cell.environment, "baseline_versions": b.versions,
-                "candidate_versions": c.versions, "baseline_status": b.status.value,
-                "candidate_status": c.status.value, **timing, "verdict": self.verdict,
-                "projection_error": self.projection_error, "values_agree": self.values_agree}
-
-
-def environment_order(results: Results) -> list[str]:
-    """Environments in the order the run named them (`--env`), then any others in order of appearance."""
-    named = [n for prov in results.provenance for n in (prov.get("environments") or {})]
-    return list(dict.fromkeys([*named, *(m.cell.environment for m in results.measurements)]))
-
-
-def pair_environments(results: Results, baseline: str | None = None,
-                      threshold: float = NOISE) -> list[EnvironmentPair]:
-    """Every cell of the baseline environment (default: the first) paired with the same cell — same problem,
-    size, operator, adapter, variant, device and dtype — in each other environment, on one results set."""
-    order = environment_order(results)
-    if baseline is not None and baseline not in order:
-        raise UsageError(f"--baseline-environment {baseline!r} is not in the results; environments: "
-                         f"{', '.join(order)}")
-    if not order:  # no measurements
-        return []
-    baseline = baseline or order[0]
-    groups: dict[tuple, dict[str, Measurement]] = defaultdict(dict)
-    for m in results.measurements:
-        groups[m.cell.across_environments][m.cell.environment] = m
-    matched = []
-    for group in groups.values():
-        base = group.get(baseline)
-        for name, other in group.items():
-            if base is None or name == baseline or {base.status, other.status} <= NOT_RUN:
-                continue
-            matched.append((base, other))
-    matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
-    # The timed pairs are decided round by round where both have rounds (the runner timed each cell's
-    # environments in turn), else within run as a two-file compare (one Holm family); never against a run-wide
-    # shift: both environments ran under one load, so a shift is the release's.
-    timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
-    rows = {id(b): ComparisonRow(b.cell, *_medians(a, b), d)
-            for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False, paired=True))}
-    return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]

@@ -11,11 +11,11 @@ from adcompare.analysis.comparison import (
     WITHIN_RUN,
     WITHIN_RUN_CAVEAT,
     compare,
-    pair_environments,
     paired_noises,
     regressions,
     run_shifts,
 )
+from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.analysis.significance import NOISE
 from adcompare.cli import tables
 from adcompare.cli.tables import err, out

@@ -1,7 +1,7 @@
 """The report's "Environments side by side" section: each cell under two framework releases (`run --env`).
 
 Shown only when the results hold cells of more than one environment. One row per pair that
-`comparison.pair_environments` makes (the baseline is the first `--env`): the framework versions that differ,
+`environment_pairs.pair_environments` makes (the baseline is the first `--env`): the framework versions that differ,
 both medians, the ratio with its bootstrap interval, and whether the two derivatives' seeded projections agree.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from markupsafe import Markup
 
-from adcompare.analysis.comparison import EnvironmentPair, pair_environments
+from adcompare.analysis.environment_pairs import EnvironmentPair, pair_environments
 from adcompare.store.results import Results
 
 TITLE = "Environments side by side"
