@@ -20,11 +20,11 @@ from adcompare.analysis.comparison import (
     PAIRED_ROUNDS,
     PairedDifference,
     between_rounds,
-    pair_environments,
     paired_noises,
     paired_rounds,
     regressions,
 )
+from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled, spread
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
@@ -70,7 +70,7 @@ def test_sides_with_different_round_counts_are_decided_unpaired():
     assert d.noise_model == BETWEEN_ROUNDS and not isinstance(d, PairedDifference)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)  # the same examples every run: nothing flakes in CI
 @given(st.integers(2, 5).flatmap(lambda n: st.tuples(
     st.lists(st.floats(1e-7, 1.0), min_size=n, max_size=n), st.lists(st.floats(0.2, 5.0), min_size=n, max_size=n))),
     st.sampled_from([0.05, 0.10, 0.25]))
@@ -207,8 +207,13 @@ def test_a_noisy_run_flags_only_beyond_its_noise_and_says_what_it_could_catch():
             assert row.verdict == f"same (within the run's paired noise (from {noise.resolution(0.1):.0%} caught))"
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3), min_size=MIN_POOLED_CELLS, max_size=25),
+# A log ratio is 0 or at least 1e-6 from it: below, exp() rounds the candidate's time onto the baseline's (a
+# generated 1.3e-176 is "slower" in log space and the same time in the file) and the recomputation would disagree.
+LOG_RATIOS = st.floats(-1.0, 1.0).map(lambda x: 0.0 if abs(x) < 1e-6 else x)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.lists(LOG_RATIOS, min_size=3, max_size=3), min_size=MIN_POOLED_CELLS, max_size=25),
        st.sampled_from([0.05, 0.10, 0.25]))
 def test_a_cell_is_slower_exactly_when_its_noise_interval_clears_the_threshold(log_ratios, threshold):
     rows = [p.timing for p in pair_environments(_paired_results(log_ratios), threshold=threshold)]
