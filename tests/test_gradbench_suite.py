@@ -50,6 +50,9 @@ DEFINITION = {
     "det": (dims(ell=[5, 6, 7, 8, 9, 10, 11]), {"value", "grad"}),
     "ode": (dims(n=[1000, 10000, 100000], s=[1, 10, 100]), {"value", "grad"}),
     "kmeans": (dims(k=[10, 100, 1000], n=[1000, 10000], d=[8, 16]), None),  # None: every operator it declares
+    # one input each (start (1, 1); w = 0), four functions ff, fr, rf, rr
+    "saddle": ({frozenset({("d", 2)})}, {"nested_ff", "nested_fr", "nested_rf", "nested_rr"}),
+    "particle": ({frozenset({("d", 1)})}, {"nested_ff", "nested_fr", "nested_rf", "nested_rr"}),
 }
 
 

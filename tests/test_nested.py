@@ -225,3 +225,47 @@ class AdapterNesting:
 
 
 globals().update(one_class_per_adapter(AdapterNesting))
+
+
+# --- the report: the four orders side by side ---------------------------------------------------------------------
+
+PAIRS = ("jax · eager", "torch · eager", "autograd · eager")
+
+
+def _nested_measurement(problem_name, order, pair, samples, size="d2", status=None):
+    from adcompare.model.cell import Cell
+    from adcompare.model.measurement import Measurement, Timing
+    from adcompare.model.status import Status
+
+    adapter, variant = pair.split(" · ")
+    timing = Timing(tuple(samples), 1, samples[0]) if samples else None
+    cell = Cell(problem_name, size, f"nested_{order}", adapter, variant, "cpu", "float64")
+    return Measurement(cell, status or (Status.OK if samples else Status.TIMEOUT), "", "native", "", timing)
+
+
+def test_the_nesting_view_holds_each_pairs_four_medians_recomputed_from_the_samples(tmp_path):
+    from adcompare.analysis import gradbench
+    from adcompare.model.status import Status
+    from adcompare.report.page import build
+    from adcompare.store.results import Results
+
+    rng = np.random.default_rng(25)
+    samples = {(p, o): list(rng.uniform(0.5, 2.0, size=int(rng.integers(3, 8)))) for p in PAIRS for o in nesting.ORDERS}
+    samples[("autograd · eager", "ff")] = []  # timed out
+    ms = [_nested_measurement("saddle", o, p, s) for (p, o), s in samples.items()]
+    ms.append(_nested_measurement("saddle", "rr", "jax · compiled", [], status=Status.FAILED))
+    (table,) = gradbench.nesting_tables(ms)
+    assert (table.eval, table.size, table.orders) == ("saddle", "d2", ("ff", "fr", "rf", "rr"))
+    assert set(table.pairs) == {*PAIRS, "jax · compiled"}
+    for (pair, order), values in samples.items():
+        expected = float(np.median(values)) if values else None
+        got = table.median(pair, order)
+        assert (got is None and expected is None) or abs(got - expected) <= 1e-15 * expected, (pair, order)
+    assert table.median("jax · compiled", "rr") is None and table.median("jax · compiled", "ff") is None
+    assert table.pairs["autograd · eager"]["ff"].status is Status.TIMEOUT
+
+    page = build(Results((), tuple(ms)), tmp_path / "report").read_text(encoding="utf-8")
+    assert "saddle: the four nesting orders" in page and 'class="plain gradbench-nesting"' in page
+    assert "<th>ff</th><th>fr</th><th>rf</th><th>rr</th>" in page
+    section = page[page.index('class="plain gradbench-nesting"'):]
+    assert "timeout" in section[:section.index("</table>")] and "failed" in section[:section.index("</table>")]

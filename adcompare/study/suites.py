@@ -220,6 +220,9 @@ GRADBENCH: tuple[SuiteEntry, ...] = (
     # cost and dir: every operator the problem declares, whichever its name for GradBench's dir (J·H⁻¹)
     SuiteEntry("kmeans", _labels(k=[10, 100, 1000], n=[1_000, 10_000], d=[8, 16]), None,
                slow_variants=tuple(OPERATORS)),
+    # GradBench's four functions ff, fr, rf, rr as the nested_* operators, at its one input each
+    SuiteEntry("saddle", ("d2",), None, slow_variants=tuple(OPERATORS)),
+    SuiteEntry("particle", ("d1",), None, slow_variants=tuple(OPERATORS)),
 )
 GRADBENCH_EVALS = {entry.problem: entry for entry in GRADBENCH}  # problem → its GradBench eval's entry
 GRADBENCH_NAMES = {"gmm_posterior": "gmm", "bundle_adjustment": "ba"}  # problem → eval name, where they differ
@@ -235,8 +238,9 @@ SUITE_SUMMARIES = {
             "(~1 h on 2 CPU cores)",
     "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM at ADBench's sizes and GradBench's "
                "gmm log posterior; objective and gradient/Jacobian, float64",
-    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans): "
-                 "objective and gradient/Jacobian, every adapter and variant, float64",
+    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans, saddle, "
+                 "particle): objective and gradient/Jacobian (saddle, particle: the four nesting orders), every "
+                 "adapter and variant, float64",
 }
 SUITES = tuple(SUITE_SUMMARIES)
 # default dtypes; `full`: every dtype
