@@ -153,6 +153,7 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, 
     """In this process: float64 results of (problem, operator, variant) cases, problem "nested_toy" or a built-in
     one at its GradBench input; {case: list, or why unsupported, or the error}."""
     from adcompare.run.in_process import describe_exception, run_once
+    from adcompare.verify.check import check_result
 
     registry = plugins.load()
     adapter = registry.adapter(adapter_name)
@@ -172,6 +173,10 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, 
         try:
             _, result, _, _ = run_once(adapter, prob, operator, "float64", variant=variant, inputs=inputs, size=size)
             out[key] = np.asarray(result, dtype=np.float64).tolist()
+            if name == "nested_toy" and operator in NESTED:  # the run's own check: reference, tolerance, projection
+                check = check_result(prob, size, operator, "float64", inputs, np.asarray(result))
+                out[f"{key}/check"] = {"error": check.error, "tolerance": check.tolerance,
+                                       "method": check.reference_method, "projection": check.projection}
         except Exception as exc:  # reported per case, so one failure does not hide the others
             out[key] = {"error": describe_exception(exc)}
     return out
@@ -194,6 +199,10 @@ class AdapterNesting:
         compiled = [v for v in adapter.variants if adapter.compiled_from(v) and v not in adapter.slow_variants]
         cases += [("particle", "nested_rr", v) for v in compiled]
         results = evaluate_in_worker("tests.test_nested", self.adapter_name, cases, timeout=600)
+        checks = {key: results.pop(key) for key in [k for k in results if k.endswith("/check")]}
+        for key, check in checks.items():  # the toy declares no closed form: NumPy's nested central differences
+            assert check["error"] <= check["tolerance"] and "central differences" in check["method"], (key, check)
+            assert check["projection"] is not None
         ran = 0
         for (name, operator, variant), (key, result) in zip(cases, results.items()):
             if isinstance(result, dict) and "unsupported" in result:
