@@ -22,9 +22,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from adcompare import hookimpl
+from adcompare.model import nesting
 from adcompare.plugin.adapter import Adapter, Bound, Capability, Declared, Prepared, Transform
 
 from . import autograd_namespace
+from .functional import NESTED_TRANSFORMS, nested_algorithms
 
 NO_VMAP = "autograd has no vectorising map; adcompare loops over the examples in Python"
 NO_COMPILER = "autograd has no compiler"
@@ -76,6 +78,19 @@ def newton_dir(ag: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:
     return direction
 
 
+def nested_derivative(ag: ModuleType, xp: ModuleType) -> nesting.Derivative:
+    """`adcompare.grad` under autograd: autograd.grad, or one autograd.make_jvp pass per basis vector of x
+    (stacked with the namespace's stack, which traces). autograd differentiates through both."""
+    def derivative(f: nesting.Scalar, x: Any, mode: str) -> Any:
+        if mode == "reverse":
+            return ag.grad(f)(x)
+        at = ag.make_jvp(f)(x)
+        identity = np.eye(x.size, dtype=x.dtype)
+        return xp.reshape(xp.stack([at(identity[i].reshape(x.shape))[1] for i in range(x.size)]), x.shape)
+
+    return derivative
+
+
 def per_example(op: Callable[..., Any]) -> Callable[..., Any]:
     """A Python loop of `op` over the examples of the batch, results stacked."""
     return lambda w, batch: np.stack([op(w, example) for example in batch])
@@ -110,6 +125,7 @@ class AutogradAdapter(Adapter):
             "Python loop over examples of a Python loop of autograd.make_jvp over input basis vectors", NO_VMAP),
         "vmap_jacrev": Capability.emulated(
             "Python loop over examples of autograd.jacobian (loop of VJPs over output rows)", NO_VMAP),
+        **nested_algorithms("reverse (autograd.grad)", "forward (autograd.make_jvp per basis vector)"),
     }
     transforms: ClassVar[Mapping[str, Transform]] = {  # f is f(w) or, per example, f(w, example)
         "value": lambda ag, f: f,
@@ -124,6 +140,7 @@ class AutogradAdapter(Adapter):
         "vmap_grad": lambda ag, f: per_example(ag.grad(f)),
         "vmap_jacfwd": lambda ag, f: per_example(jacfwd(ag.make_jvp, f)),
         "vmap_jacrev": lambda ag, f: per_example(ag.jacobian(f)),
+        **NESTED_TRANSFORMS,
     }
 
     def device_unavailable(self, device: str) -> str | None:
@@ -132,7 +149,10 @@ class AutogradAdapter(Adapter):
         return f"autograd: device {device!r} is unsupported: {CPU_ONLY}; use --device cpu"
 
     def namespace(self) -> ModuleType:
-        return autograd_namespace.namespace()
+        xp = autograd_namespace.namespace()
+        if not nesting.registered(xp):
+            nesting.register(xp, nested_derivative(self.framework, xp))
+        return xp
 
     def build(self, bound: Bound) -> Prepared:
         fn, args = self.transforms[bound.operator](self.framework, bound.f), bound.args

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from adcompare.model import nesting
 from adcompare.plugin.adapter import Transform
 
 PER_EXAMPLE = (None, 0)  # vmap's in_axes / in_dims: wrt shared, the example argument mapped over its leading axis
@@ -23,6 +24,37 @@ def newton_dir(api: Any, f: Callable[..., Any]) -> Callable[..., Any]:
     return direction
 
 
+def nested_derivative(api: Any, xp: Any, basis: Callable[[Any], Any]) -> nesting.Derivative:
+    """`adcompare.grad` for a namespace of jax or torch.func: reverse, api.grad; forward, one api.jvp per basis
+    vector of x (`basis(x)`: the identity of x's size, dtype and device), stacked — a Python loop, not jacfwd's
+    vmap, because GradBench's nested evals test values inside the function, which no vmap allows. The
+    transforms compose, so an outer api.grad or api.jvp differentiates through them."""
+    def derivative(f: nesting.Scalar, x: Any, mode: str) -> Any:
+        if mode == "reverse":
+            return api.grad(f)(x)
+        identity = basis(x)
+        columns = [api.jvp(f, (x,), (xp.reshape(identity[i], x.shape),))[1] for i in range(identity.shape[0])]
+        return xp.reshape(xp.stack(columns), x.shape)
+
+    return derivative
+
+
+def _nested(order: str) -> Transform:
+    return lambda api, f: nesting.under(order, f)
+
+
+# Every adapter's nested_* transform: the problem evaluated with the order in force; its adcompare.grad calls do
+# the differentiating.
+NESTED_TRANSFORMS: Mapping[str, Transform] = {f"{nesting.OPERATOR_PREFIX}{o}": _nested(o) for o in nesting.ORDERS}
+
+
+def nested_algorithms(reverse: str, forward: str) -> dict[str, str]:
+    """What each nested_* operator does, given how the adapter takes a reverse and a forward derivative."""
+    mode = {"r": reverse, "f": forward}
+    return {f"{nesting.OPERATOR_PREFIX}{order}": f"outer {mode[order[0]]} over inner {mode[order[1]]} "
+            f"(adcompare.grad inside the problem, op by op)" for order in nesting.ORDERS}
+
+
 TRANSFORMS: Mapping[str, Transform] = {  # f is f(w) or, per example, f(w, example), constants bound
     "value": lambda api, f: f,
     "grad": lambda api, f: api.grad(f),
@@ -36,6 +68,7 @@ TRANSFORMS: Mapping[str, Transform] = {  # f is f(w) or, per example, f(w, examp
     "vmap_grad": lambda api, f: api.vmap(api.grad(f), PER_EXAMPLE),
     "vmap_jacfwd": lambda api, f: api.vmap(api.jacfwd(f), PER_EXAMPLE),
     "vmap_jacrev": lambda api, f: api.vmap(api.jacrev(f), PER_EXAMPLE),
+    **NESTED_TRANSFORMS,
 }
 
 
@@ -55,4 +88,5 @@ def algorithms(api: str) -> dict[str, str]:
         "vmap_grad": f"{api}.vmap of reverse-mode {api}.grad",
         "vmap_jacfwd": f"{api}.vmap of {api}.jacfwd",
         "vmap_jacrev": f"{api}.vmap of {api}.jacrev",
+        **nested_algorithms(f"reverse ({api}.grad)", f"forward ({api}.jvp per basis vector)"),
     }

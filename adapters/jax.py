@@ -7,6 +7,7 @@ data-parallel operators (jax.pmap, jax.jit of jax.shard_map) are in jax_data_par
 from __future__ import annotations
 
 import functools
+import math
 import time
 from types import ModuleType
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
+from adcompare.model import nesting
 from adcompare.model.operators import data_parallel
 from adcompare.plugin.adapter import Adapter, Bound, Prepared, derived_namespace
 
@@ -33,8 +35,15 @@ def staged_namespace() -> ModuleType:
     def scan(step, carry, xs):
         return jax.lax.scan(lambda c, x: (step(c, x), None), carry, xs)[0]
 
-    return derived_namespace("adcompare.adapters.jax.staged", "jax.numpy; adcompare.fold is jax.lax.scan",
-                             jax.numpy, fold=scan)
+    staged = derived_namespace("adcompare.adapters.jax.staged", "jax.numpy; adcompare.fold is jax.lax.scan",
+                               jax.numpy, fold=scan)
+    nesting.register(staged, nested_derivative(jax, staged))
+    return staged
+
+
+def nested_derivative(jax: ModuleType, xp: ModuleType) -> nesting.Derivative:
+    """`adcompare.grad` under JAX: jax.grad, or jax.jvp per basis vector (functional.nested_derivative)."""
+    return functional.nested_derivative(jax, xp, lambda x: jax.numpy.eye(math.prod(x.shape), dtype=x.dtype))
 
 
 def compiled(jax: ModuleType, bound: Bound) -> Prepared:
@@ -88,7 +97,10 @@ class JaxAdapter(Adapter):
         return getattr(self._device(device), "device_kind", device)
 
     def namespace(self) -> ModuleType:
-        return self.framework.numpy
+        jnp = self.framework.numpy
+        if not nesting.registered(jnp):
+            nesting.register(jnp, nested_derivative(self.framework, jnp))
+        return jnp
 
     def emulate_host_devices(self, count: int) -> str:
         return parallel.emulate_host_devices(count)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
+from adcompare.model import nesting
 from adcompare.model.operators import data_parallel
 from adcompare.plugin.adapter import Adapter, Bound, Prepared
 
@@ -134,7 +135,10 @@ class TensorflowAdapter(Adapter):
         return device
 
     def namespace(self) -> ModuleType:
-        return tensorflow_namespace.namespace()
+        xp = tensorflow_namespace.namespace()
+        if not nesting.registered(xp):
+            nesting.register(xp, tensorflow_tape.nested_derivative(self.framework))
+        return xp
 
     def emulate_host_devices(self, count: int) -> str:
         return distribute.emulate_host_devices(self.framework, count)

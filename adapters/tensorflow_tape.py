@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from adcompare.model import nesting
 from adcompare.plugin.adapter import Transform
+
+from .functional import NESTED_TRANSFORMS, nested_algorithms
 
 PFOR = "pfor, or a tf.while_loop where pfor cannot convert an op (recorded per cell)"
 FALLBACK = "Using a while_loop for converting"
@@ -141,10 +144,35 @@ def per_example(transform: Transform) -> Transform:
     return mapped
 
 
+def nested_derivative(tf: ModuleType) -> nesting.Derivative:
+    """`adcompare.grad` under TensorFlow: reverse, a GradientTape; forward, one ForwardAccumulator per basis vector
+    of x, stacked. Opened inside whatever tape or accumulator is recording, they nest: the outer one records the
+    inner derivative's operations (as `hessian` and `hvp` above nest them)."""
+    zero = tf.UnconnectedGradients.ZERO
+
+    def derivative(f: nesting.Scalar, x: Any, mode: str) -> Any:
+        if mode == "reverse":
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = f(x)
+            return tape.gradient(y, x, unconnected_gradients=zero)
+        n = int(np.prod(x.shape.as_list()))
+        identity = tf.eye(n, dtype=x.dtype)
+        columns = []
+        for i in range(n):
+            with tf.autodiff.ForwardAccumulator(x, tf.reshape(identity[i], tf.shape(x))) as acc:
+                y = f(x)
+            columns.append(acc.jvp(y, unconnected_gradients=zero))
+        return tf.reshape(tf.stack(columns), tf.shape(x))
+
+    return derivative
+
+
 TRANSFORMS: Mapping[str, Transform] = {
     "value": lambda tf, f: f, "grad": grad, "jvp": jvp, "vjp": vjp, "jacfwd": jacfwd, "jacrev": jacrev,
     "hessian": hessian, "hvp": hvp, "newton_dir": newton_dir,
     "vmap_grad": per_example(grad), "vmap_jacfwd": per_example(jacfwd), "vmap_jacrev": per_example(jacrev),
+    **NESTED_TRANSFORMS,
 }
 ALGORITHMS = {
     "value": "plain evaluation",
@@ -160,4 +188,5 @@ ALGORITHMS = {
     "vmap_grad": f"tf.vectorized_map over examples of GradientTape.gradient ({PFOR})",
     "vmap_jacfwd": f"tf.vectorized_map over examples of the forward-mode Jacobian above ({PFOR})",
     "vmap_jacrev": f"tf.vectorized_map over examples of GradientTape.jacobian ({PFOR})",
+    **nested_algorithms("reverse (tf.GradientTape)", "forward (a tf.autodiff.ForwardAccumulator per basis vector)"),
 }

@@ -18,6 +18,7 @@ The namespace is array-api-compat's torch namespace with the few names that brea
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from adcompare import hookimpl
+from adcompare.model import nesting
 from adcompare.model.errors import UnsupportedOperation
 from adcompare.model.operators import data_parallel
 from adcompare.plugin.adapter import Adapter, Bound, Capability, Declared, Prepared, Request, Transform
@@ -51,6 +53,9 @@ AUTOGRAD_ALGORITHMS: Mapping[str, Declared] = {
     **dict.fromkeys(("vmap_grad", "vmap_jacfwd", "vmap_jacrev"), NO_PER_EXAMPLE),
     **dict.fromkeys(("pmap_value", "pmap_grad"), Capability.unsupported(
         "the torch.distributed route differentiates each slice with torch.func; use variant 'eager'")),
+    **dict.fromkeys(functional.NESTED_TRANSFORMS, Capability.unsupported(
+        "adcompare.grad inside a problem is torch.func's in the torch namespace, whatever the variant; use "
+        "variant 'eager'")),
 }
 GLOO = "torch.distributed gloo process group of D processes on this host"
 SHARED_CORES = "(emulated devices: D CPU processes share this machine's cores)"
@@ -151,7 +156,12 @@ class TorchAdapter(Adapter):
         return device
 
     def namespace(self) -> ModuleType:
-        return fixed_namespace()
+        xp = fixed_namespace()
+        if not nesting.registered(xp):
+            torch = self.framework
+            nesting.register(xp, functional.nested_derivative(torch.func, xp, lambda x: torch.eye(
+                math.prod(x.shape), dtype=x.dtype, device=x.device)))
+        return xp
 
     def emulate_host_devices(self, count: int) -> str:
         self.host_processes = count  # nothing to set before import: each cell starts its D − 1 helpers itself

@@ -5,6 +5,7 @@ Importing this package imports no AD framework; each adapter imports its framewo
 from __future__ import annotations
 
 from adcompare.model.loops import fold
+from adcompare.model.nesting import grad
 from adcompare.model.problem import Problem, grid, problem
 from adcompare.model.shapes import Shapes
 from adcompare.plugin.adapter import (
@@ -30,5 +31,5 @@ except Exception:  # running from a source tree that is not installed
 __all__ = [
     "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes",
     "Support",
-    "derived_namespace", "fold", "grid", "hookimpl", "problem", "__version__",
+    "derived_namespace", "fold", "grad", "grid", "hookimpl", "problem", "__version__",
 ]

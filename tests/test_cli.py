@@ -34,6 +34,10 @@ def test_help_imports_no_command_module():
     (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"],
      "nothing applies: left out problem 'f_r2_r3' with operator 'grad': grad needs a scalar-valued function, "
      "f(x) has shape (3,)"),
+    (["run", "--problem", "saddle,particle", "--dry-run"],
+     "suite quick plans no cell of the selection: saddle is in --suite gradbench; particle is in --suite gradbench"),
+    (["check", "--problem", "particle", "--suite", "full"],
+     "suite full plans no cell of the selection: particle is in --suite gradbench"),
     (["report", "no-such-file.jsonl"], "cannot read results file 'no-such-file.jsonl'"),
     (["list", "--plugin", "nowhere.py"], "--plugin 'nowhere.py': no such file"),
 ])

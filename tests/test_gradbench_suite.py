@@ -54,6 +54,9 @@ DEFINITION = {
     "ht": ({frozenset({("hand", i), ("c", c), ("corners", 3), ("v", 10000)}) for i, c in enumerate(
         (100, 192, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 100000), start=1)},
            {"value", "jacfwd", "jacrev"}),
+    # one input each (start (1, 1); w = 0), four functions ff, fr, rf, rr
+    "saddle": ({frozenset({("d", 2)})}, {"nested_ff", "nested_fr", "nested_rf", "nested_rr"}),
+    "particle": ({frozenset({("d", 1)})}, {"nested_ff", "nested_fr", "nested_rf", "nested_rr"}),
 }
 
 

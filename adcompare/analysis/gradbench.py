@@ -6,6 +6,10 @@ one size, and for the derivative ÷ primal ratio. The row's size is the one at w
 pairs have a time (then the most ran at all, then the largest), so a budgeted run (`--max-time`), whose fast pairs
 reach sizes the slow ones never do, still compares them; a pair without a time there keeps its measurement
 (failed, skipped, …) for the glyph.
+
+The nested evals (saddle, particle) have four functions, one per nesting order (ff, fr, rf, rr: outer mode, then
+inner; the operators nested_ff …): `nesting_tables` puts the four side by side per adapter · variant, as GradBench's
+readers compare them, at the size chosen as for the eval rows.
 """
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 from adcompare.analysis import relative_cost, sizes
 from adcompare.analysis.summary import entry, operator_order, timed
 from adcompare.model.measurement import Measurement
+from adcompare.model.nesting import ORDERS
+from adcompare.model.nesting import operator_order as nesting_of
 from adcompare.model.status import NOT_RUN
 from adcompare.study.suites import GRADBENCH_EVALS, gradbench_eval
 
@@ -72,4 +78,39 @@ def rows(measurements: Iterable[Measurement]) -> list[EvalRow]:
             cells = {entry(m): m for m in members if m.cell.size == size}
             relative = {name: ratios[m.merge_key] for name, m in cells.items() if m.merge_key in ratios}
             out.append(EvalRow(str(gradbench_eval(problem)), problem, op, size, cells, relative))
+    return out
+
+
+@dataclass(frozen=True)
+class NestingTable:
+    """A nested eval's four nesting orders side by side: per adapter · variant, each order's measurement."""
+
+    eval: str
+    problem: str
+    size: str
+    orders: tuple[str, ...]  # GradBench's function names, in its order: ff, fr, rf, rr
+    pairs: dict[str, dict[str, Measurement]]  # adapter · variant → order → the measurement at `size`
+
+    def median(self, pair: str, order: str) -> float | None:
+        """The steady-state median of `pair` in `order`, None where it has no time."""
+        m = self.pairs.get(pair, {}).get(order)
+        return m.timing.median if m is not None and timed(m) and m.timing is not None else None
+
+
+def nesting_tables(measurements: Iterable[Measurement]) -> list[NestingTable]:
+    """Per nested GradBench eval of one (machine, device, dtype) group, its orders side by side; [] without one."""
+    by_problem: dict[str, list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        if gradbench_eval(m.cell.problem) is not None and nesting_of(m.cell.operator) is not None:
+            by_problem[m.cell.problem].append(m)
+    out = []
+    for problem in sorted(by_problem, key=lambda p: str(gradbench_eval(p))):
+        members = by_problem[problem]
+        size = _size(members)
+        pairs: dict[str, dict[str, Measurement]] = defaultdict(dict)
+        for m in members:
+            if m.cell.size == size:
+                pairs[entry(m)][str(nesting_of(m.cell.operator))] = m
+        out.append(NestingTable(str(gradbench_eval(problem)), problem, size, tuple(ORDERS),
+                                dict(sorted(pairs.items()))))
     return out

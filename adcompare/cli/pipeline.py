@@ -27,6 +27,7 @@ from adcompare.store.results import ResultsWriter
 from adcompare.study import environments
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
+from adcompare.study.suites import suites_planning
 from adcompare.verify.expectations import labelled
 from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
 
@@ -115,6 +116,13 @@ def plan_cells(registry: Registry, selected: Selection, *, memory_limit_gib: flo
         if left_out:
             raise UsageError(f"nothing applies: {'; '.join(left_out)}; `adcompare list` shows each problem's "
                              f"operators")
+        elsewhere = {name: suites_planning(name) for name in selected.problems
+                     if name in registry.problems and suites_planning(name)
+                     and selected.suite not in suites_planning(name)}
+        if elsewhere:
+            where = "; ".join(f"{name} is in {', '.join(f'--suite {s}' for s in suites)}"
+                              for name, suites in elsewhere.items())
+            raise UsageError(f"suite {selected.suite or 'quick'} plans no cell of the selection: {where}")
         raise UsageError("the selection matches no cell; `adcompare list` shows what exists")
     return plan
 

@@ -10,17 +10,25 @@ values, `pmap_grad` is each device's gradient of its slice's mean loss, averaged
 which is the gradient of the whole batch's mean loss, the quantity its reference computes. They are the only
 operators planned at D > 1.
 
-Declared-only operators (`newton_dir`) are planned only for problems whose `operators=` lists them: their result
-means what they say only under structure the problem vouches for (a diagonal Hessian), which no shape can tell.
+Declared-only operators (`newton_dir`, the nested ones) are planned only for problems whose `operators=` lists them:
+their result means what they say only under structure the problem vouches for (a diagonal Hessian; derivatives
+taken inside the function), which no shape can tell.
+
+Nested operators (family "nested", GradBench's `saddle` and `particle` functions `ff`, `fr`, `rf`, `rr`) evaluate a
+problem that takes derivatives inside itself (`adcompare.grad`, model/nesting.py) with one nesting order in force:
+the outer derivative's mode, then the inner one's. Their result is the function's own output.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from adcompare.model.errors import unknown
+from adcompare.model.nesting import OPERATOR_PREFIX, ORDERS
 from adcompare.model.shapes import Shapes
 
 DATA_PARALLEL = "data-parallel"
+NESTED = "nested"
+MODE_NAMES = {"f": "forward", "r": "reverse"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,10 @@ _SPECS = [
     OperatorSpec("newton_dir", "∇f(x) ⊘ diag(∇²f(x)), Newton's step for scalar f whose Hessian is diagonal (as "
                  "the declaring problem vouches), diag(∇²f) computed as ∇²f·1; shape of x", 2, scalar_output=True,
                  family="second-order", declared_only=True),
+    *(OperatorSpec(f"{OPERATOR_PREFIX}{order}", f"f(x) with every derivative f takes inside itself (adcompare.grad) "
+                   f"in GradBench's order {order!r}: the outer one by {MODE_NAMES[order[0]]} mode, the inner one "
+                   f"by {MODE_NAMES[order[1]]} mode; shape of f(x)", 2, family=NESTED, declared_only=True)
+      for order in ORDERS),
 ]
 OPERATORS: dict[str, OperatorSpec] = {s.name: s for s in _SPECS}
 
@@ -117,6 +129,8 @@ def expected_shape(operator: str, *, wrt_shape: tuple[int, ...], out_shape: tupl
     s = spec(operator)
     if operator == "pmap_grad":
         return wrt_shape
+    if s.family == NESTED:
+        return out_shape
     if operator == "pmap_value" or s.per_example:
         assert batch_size is not None, f"{operator}: the result's shape depends on batch_size; pass it"
         if operator == "pmap_value":

@@ -144,7 +144,8 @@ def _gradbench_views(ms: Sequence[Measurement], machine_label: Callable[[Measure
         rows = gradbench.rows(cells)
         where = " · ".join(part for part in (machine, device, dtype) if part)
         if (h := heatmap.evals(f"GradBench evals · {where}", rows, boot, machine)) is not None:
-            out.append({"where": where, "heatmap": h, "rows": rows, "columns": h.columns})
+            out.append({"where": where, "heatmap": h, "rows": rows, "columns": h.columns,
+                        "nesting": gradbench.nesting_tables(cells)})
     return out
 
 

@@ -61,7 +61,9 @@ DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pair
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
 # operations, once per basis vector for arithmetic).
 OPERATION_PASSES = {"value": 1, "jvp": 2, "vjp": 3, "grad": 3, "hvp": 6, "newton_dir": 6, "jacfwd": 2, "jacrev": 3,
-                    "hessian": 6, "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3, "pmap_value": 1, "pmap_grad": 3}
+                    "hessian": 6, "vmap_grad": 3, "vmap_jacfwd": 2, "vmap_jacrev": 3, "pmap_value": 1, "pmap_grad": 3,
+                    # the nested operators evaluate once: their derivatives are inside the problem's operations
+                    **{f"nested_{order}": 1 for order in ("ff", "fr", "rf", "rr")}}
 
 
 @dataclass(frozen=True)

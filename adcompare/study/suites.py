@@ -236,8 +236,18 @@ GRADBENCH: tuple[SuiteEntry, ...] = (
     # complicated, big model, hand1 … hand12 (run.py's defaults): the six that ship; objective and jacobian
     SuiteEntry("ht", tuple(label for label in HT_SHIPPED if label.endswith("-corners3-v10000")),
                ("value", "jacfwd", "jacrev"), slow_variants=("value", "jacfwd", "jacrev")),
+    # GradBench's four functions ff, fr, rf, rr as the nested_* operators, at its one input each
+    SuiteEntry("saddle", ("d2",), None, slow_variants=tuple(OPERATORS)),
+    SuiteEntry("particle", ("d1",), None, slow_variants=tuple(OPERATORS)),
 )
 GRADBENCH_EVALS = {entry.problem: entry for entry in GRADBENCH}  # problem → its GradBench eval's entry
+# Built-in problems `full` leaves out, with why: each call is minutes of op-by-op scalar work at the one input
+# GradBench defines (no size to shrink), so their cells would time out and add hours; `gradbench` runs them.
+FULL_LEAVES_OUT = {
+    "saddle": "GradBench's nested saddle eval: minutes a call in eager frameworks (24,335 inner gradients), one input",
+    "particle": "GradBench's nested particle eval: minutes a call in eager frameworks (353 Euler steps × 168 "
+                "integrations), one input",
+}
 GRADBENCH_NAMES = {"gmm_posterior": "gmm", "bundle_adjustment": "ba"}  # problem → eval name, where they differ
 
 
@@ -251,12 +261,19 @@ SUITE_SUMMARIES = {
             "(~1 h on 2 CPU cores)",
     "adbench": "ADBench's published benchmarks: GMM (1k, 10k), BA (ba1-ba20), LSTM, hand tracking at ADBench's sizes "
                "and GradBench's gmm log posterior; objective and gradient/Jacobian, float64",
-    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans, ht): "
-                 "objective and gradient/Jacobian, every adapter and variant, float64",
+    "gradbench": "GradBench's evals at its default sizes (gmm, ba, lstm, lse, llsq, det, ode, kmeans, ht, saddle, "
+                 "particle): objective and gradient/Jacobian (saddle, particle: the four nesting orders), every "
+                 "adapter and variant, float64",
 }
 SUITES = tuple(SUITE_SUMMARIES)
 # default dtypes; `full`: every dtype
 SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",), "gradbench": ("float64",)}
+
+
+def suites_planning(problem: str) -> tuple[str, ...]:
+    """The suites that list the built-in `problem` (for the message when another suite plans none of its cells)."""
+    entries = {"quick": QUICK, "full": FULL, "adbench": ADBENCH, "gradbench": GRADBENCH}
+    return tuple(name for name, listed in entries.items() if any(e.problem == problem for e in listed))
 
 
 def suite_devices(suite: str) -> tuple[int, ...]:

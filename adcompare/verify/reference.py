@@ -31,6 +31,9 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   measured only where the complex step is verified against central differences at float64, whatever the
   problem declares (it only widens the tolerance; it never replaces the reference).
 - Per-example operators: one reference per example bᵢ, differentiating f(wrt, bᵢ).
+- Nested operators (`nested_ff` …, derivatives taken inside the problem): the problem's closed form where it
+  declares one (saddle, particle: the same algorithm with exact derivatives); otherwise the problem through NumPy,
+  whose `adcompare.grad` takes central differences, with a stated error bound of 1e-5 (differences of differences).
 
 Results are cached per (problem, size, operator, dtype, inputs) within the process: every adapter and variant of
 a worker checks against the same reference, computed once.
@@ -48,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from adcompare.model.operators import spec
+from adcompare.model.operators import NESTED, spec
 from adcompare.model.problem import Problem, Size
 from adcompare.plugin.adapter import CellInputs
 from adcompare.verify.tolerance import scaled_error
@@ -60,7 +63,10 @@ DIRECTION_SEED = 20240601  # seeds of the directional-check vectors: same everyw
 COMPLEX_STEP = 1e-20
 # Floors under the Richardson estimates: an estimate can vanish by luck (a quadratic has no third derivative).
 FLOOR = {"complex step": 1e-13, "central": 1e-10, "second order over complex step": 1e-9,
-         "second order over central": 1e-7, "newton direction": 1e-7, "analytic": 1e-13}
+         "second order over central": 1e-7, "newton direction": 1e-7, "analytic": 1e-13,
+         # a central difference of central differences: eps^(2/3) rounding over an eps^(1/3) step, ~1e-5 (stated,
+         # not estimated: no Richardson pass through a whole nested computation)
+         "nested central differences": 1e-5}
 NEWTON_COORDINATES = 64  # the most coordinates a directional newton_dir reference checks (each one a Direction)
 
 Function = Callable[[np.ndarray], Any]
@@ -486,6 +492,14 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
                            f"of differencing)", worst, tuple(directions), len(directions) * per_bilinear)
 
 
+def _nested(problem: Problem, pt: _Point) -> Reference:
+    """A nested_* operator without the problem's closed form: the problem through NumPy, its adcompare.grad calls
+    by central differences (model/nesting.py), differences of differences where they nest."""
+    value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
+    return Reference(value, "the problem through NumPy at float64, adcompare.grad by central differences (no closed "
+                            "form declared)", FLOOR["nested central differences"])
+
+
 def _newton_coordinate(f: Function, x: np.ndarray, fx: float, i: int, differ: _Differ) -> tuple[float, float]:
     """(∂f/∂xᵢ ⊘ ∂²f/∂xᵢ², scaled error estimate): the quotient at step t against the quotient at 2t."""
     basis = np.zeros(x.size)
@@ -586,6 +600,8 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
                          FLOOR["analytic"])
     if operator == "newton_dir":
         return _newton_direction(problem, pt, budget)
+    if op.family == NESTED:
+        return _nested(problem, pt)
     if op.order == 2:
         return _second_order(problem, pt, operator, budget)
     return _first_order(problem, pt, operator, budget)
