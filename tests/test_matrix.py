@@ -26,9 +26,17 @@ QUICK = TimingPolicy(min_time=0.005, max_time=0.05, warmup_time=0.0, min_samples
 
 
 @pytest.fixture(scope="session")
-def matrix():
-    out = runner.run(REGISTRY, PLAN, runner.RunOptions(timeout=240, threads=2, policy=QUICK))
-    return {m.cell.key: m for m in out}
+def matrix_run():
+    """The measurements by key, and the workers started (their `on_worker` records)."""
+    workers: list[dict] = []
+    out = runner.run(REGISTRY, PLAN, runner.RunOptions(timeout=240, threads=2, policy=QUICK),
+                     on_worker=workers.append)
+    return {m.cell.key: m for m in out}, workers
+
+
+@pytest.fixture(scope="session")
+def matrix(matrix_run):
+    return matrix_run[0]
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
@@ -40,6 +48,31 @@ def test_cell_agrees_or_says_why_not(cell, matrix):
     c = m.check
     assert c.output_dtype == cell.dtype, f"{cell.id}: dtype drift to {c.output_dtype}"
     assert m.timing is not None and m.timing.median > 0 and m.algorithm
+
+
+# What each built-in adapter's data-parallel record shows of its D devices: D emulated host devices (JAX), a gloo
+# group of D distinct processes (torch), D replicas on D distinct logical devices (TensorFlow).
+DEVICE_EVIDENCE = {
+    "jax": lambda d, count: f"{count} emulated host devices" in d["device_setup"],
+    "torch": lambda d, count: d["world_size"] == count and d["backend"] == "gloo"
+    and len(set(d["helper_pids"]) | {d["rank0_pid"]}) == count,
+    "tensorflow": lambda d, count: d["replicas"] == count and len(set(d["replica_devices"])) == count,
+}
+
+
+def test_data_parallel_cells_ran_on_their_devices_in_one_worker_per_count(matrix_run):
+    """The quick suite's pmap entry at D = 2 and 4: each ok record shows D real devices or processes (the adapter
+    tests in tests/adapters/test_*_data_parallel.py check D = 2 in float64 in depth), and each device count of an
+    adapter has a worker of its own."""
+    measurements, workers = matrix_run
+    parallel = [m for m in measurements.values() if m.cell.devices > 1 and m.status is Status.OK]
+    assert {m.cell.devices for m in parallel} == {2, 4}
+    for m in parallel:
+        assert m.cell.adapter in DEVICE_EVIDENCE and DEVICE_EVIDENCE[m.cell.adapter](m.details, m.cell.devices), \
+            (m.cell.id, m.details)
+    for adapter in {m.cell.adapter for m in parallel}:
+        assert sorted(w.get("devices", 1) for w in workers if w["adapter"] == adapter and w.get("devices", 1) > 1) \
+            == [2, 4]
 
 
 def test_required_frameworks_ran_cells(matrix):

@@ -6,7 +6,8 @@ One layer checks each thing once. The other adapters run every built-in problem 
 operator, both dtypes, in tests/adapters/test_{torch,tensorflow,autograd}.py (`test_every_*operator_has_declared_
 shape_dtype_and_agrees`); every (adapter, operator, variant) on the conformance problems is tests/test_conformance.py;
 the quick suite through workers with timing and pairwise agreement is tests/test_matrix.py. Only the cells those
-layers skip by default are run here besides JAX's.
+layers skip by default are run here besides JAX's (and JAX's eager LSTM, whose ADBench goldens are slow-marked);
+JAX's cells that the conformance suite runs in float64 already (its worker) are not run twice.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from adcompare.plugin import registry as plugins
 from adcompare.run import runner
 from adcompare.study.plan import Plan, Selection, usable_adapters
 from adcompare.study.plan import plan as make_plan
+from adcompare.testing import supported_cases
 from adcompare.verify.expectations import unexpected
 
 REGISTRY = plugins.load()
@@ -26,6 +28,13 @@ ADAPTERS, _ = usable_adapters(REGISTRY, ())
 # Float64 eager cells whose in-process twins tests/adapters/test_tensorflow.py marks slow (its HEAVY set, 2-6 s
 # each there) and so skips without -m slow: this layer keeps them, through a worker.
 SLOW_IN_ADAPTER_TESTS = (("tensorflow", "bundle_adjustment", "jacfwd"),)
+# JAX's eager LSTM route (the Python-loop `fold`, op by op), whose ADBench goldens at c = 1024 tests/test_adbench.py
+# reproduces only under -m slow (1-2 min of dispatch): held to the reference here, at the smallest size.
+EAGER_HERE = (("jax", "lstm", ("value", "grad")),)
+# JAX's float64 cells that tests/test_conformance.py's TestJax runs through a worker already (its isolated dtype, on
+# the conformance problems at their smallest sizes): not run twice.
+IN_CONFORMANCE = frozenset((c.problem, c.size, c.operator, c.variant)
+                           for c in supported_cases(REGISTRY.adapters["jax"], REGISTRY)) if "jax" in ADAPTERS else ()
 
 
 def _cells():
@@ -35,10 +44,13 @@ def _cells():
         variant = "compiled" if problem.compilable else "eager"
         if "jax" in ADAPTERS:
             cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64")
-                      for op in applicable_operators(problem)]
+                      for op in applicable_operators(problem)
+                      if (problem.name, smallest, op, variant) not in IN_CONFORMANCE]
         cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
                   for adapter, name, op in SLOW_IN_ADAPTER_TESTS
                   if adapter in ADAPTERS and name == problem.name and op in applicable_operators(problem)]
+        cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
+                  for adapter, name, ops in EAGER_HERE if adapter in ADAPTERS and name == problem.name for op in ops]
     return cells
 
 
@@ -61,7 +73,7 @@ def test_problem_runs_and_agrees(cell, coverage):
 def test_every_problem_and_operator_runs_through_jax():
     if "jax" not in ADAPTERS:
         pytest.skip("jax is not installed")
-    ran = {(c.problem, c.operator) for c in CELLS if c.adapter == "jax"}
+    ran = {(c.problem, c.operator) for c in CELLS if c.adapter == "jax"} | {(p, op) for p, _, op, _ in IN_CONFORMANCE}
     assert ran == {(p.name, op) for p in REGISTRY.problems.values() for op in applicable_operators(p)}
     assert {op for _, op in ran} == set(OPERATORS)
 
