@@ -279,6 +279,7 @@ def test_rank_p_is_scipys_value_for_any_samples(a, b, separate):
 @settings(max_examples=300, **SETTINGS)
 @given(st.lists(st.floats(min_value=5e-324, max_value=1.7976931348623157e308), min_size=1, max_size=8),
        st.booleans())
+@example(values=[1e-323], log=True)  # a subnormal span whose tick step 10^-324 underflowed to 0 (StopIteration)
 def test_an_axis_holds_any_positive_finite_values(values, log):
     """A chart axis of times or ratios anywhere in the float range: the range holds every value, its ticks are
     finite and inside it, and every value lands on the panel (a log axis padded by multiplying overflowed)."""

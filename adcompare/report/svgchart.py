@@ -129,9 +129,9 @@ def _range(values: Sequence[float], log: bool) -> tuple[float, float]:
 
 def _nice_linear(lo: float, hi: float, count: int = 5) -> list[float]:
     raw = (hi - lo) / count
-    if not raw > 0:  # a span of a few subnormals, 1e-323 s: no step to take
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 0.0
+    if not mag > 0:  # a span of a few subnormals, 1e-323 s: no step to take (10^-324 underflows to 0)
         return [lo]
-    mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step) * step
     return [first + i * step for i in range(int((hi - first) / step) + 1)]
