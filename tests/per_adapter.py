@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from adcompare.model.operators import NESTED, OPERATORS, spec
 from adcompare.plugin import registry as plugins
 from adcompare.study.suites import FULL_LEAVES_OUT
 
@@ -26,6 +27,9 @@ BUILT_IN_ADAPTERS = ("jax", "torch", "tensorflow", "autograd")
 # runs every adapter's nesting orders on a small nested function in the normal run, and on GradBench's inputs under
 # -m slow.
 MINUTES_A_CALL = frozenset(FULL_LEAVES_OUT)
+# The operators only those problems declare (GradBench's nesting orders): the sweeps' coverage checks leave them
+# to tests/test_nested.py, which runs each of them through every adapter.
+NESTED_OPERATORS = frozenset(op for op in OPERATORS if spec(op).family == NESTED)
 
 
 def one_class_per_adapter(base: type, adapters: tuple[str, ...] = BUILT_IN_ADAPTERS) -> dict[str, type]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from adcompare.model.cell import Cell
-from adcompare.model.operators import OPERATORS, spec
+from adcompare.model.operators import NESTED, OPERATORS, spec
 from adcompare.model.problem import applicable_operators
 from adcompare.plugin import registry as plugins
 from adcompare.run import runner
@@ -89,7 +89,8 @@ def test_the_quick_suite_covers_every_operator_family_adapter_and_variant(dtype)
     planned variant that supports an operator must be in it, so the matrix (tests/test_matrix.py) runs them all."""
     quick = make_plan(REGISTRY, Selection(suite="quick", dtypes=(dtype,)))
     cells = list(quick.cells) + [m.cell for m in quick.decided]
-    assert {spec(c.operator).family for c in cells} == {spec(op).family for op in OPERATORS}
+    # but the nesting orders: only saddle and particle declare them, minutes a call (suites.FULL_LEAVES_OUT)
+    assert {spec(c.operator).family for c in cells} == {spec(op).family for op in OPERATORS} - {NESTED}
     planned = {(name, v) for name in ADAPTERS for v in REGISTRY.adapters[name].planned_variants()
                if any(REGISTRY.adapters[name].capability(op, v).supported for op in OPERATORS)}
     assert {(c.adapter, c.variant) for c in quick.cells} == planned
