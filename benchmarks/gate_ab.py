@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from adcompare.analysis.comparison import between_rounds, pair_environments, regressions
+from adcompare.analysis.comparison import between_rounds, regressions
+from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.store.results import load
 
 HERE = Path(__file__).resolve().parent
