@@ -93,7 +93,8 @@ def ht(params, /, *, points, corners, weights, base_positions, base_relatives, i
     matched to) and v (the model's vertices). Inputs are GradBench's files (evals/ht/data): hand1–hand6 (c ≤ 1,600)
     of every variant and model ship with adcompare (problems/data/ht, MIT, Microsoft's ADBench data); hand7–hand12
     (c = 3,200 … 100,000) are read with `--inputs path/to/<variant>_<model>/hand7_t26_c3200.txt`, whose sibling
-    model/ folder is read. No seed: the inputs are the files'.
+    model/ folder is read, or with `--inputs FILE.json`, the input GradBench's eval sends a tool (its HTInput: θ,
+    us, data with the model). No seed: the inputs are the files'.
     """
     c = points.shape[0]
     complicated = corners.shape[0] == 3 * c
@@ -150,7 +151,10 @@ def _(rng, hand, c, corners, v):
 
 @ht.reads
 def read_hand_file(path):
-    """GradBench's (ADBench's) hand file with its sibling model/ folder."""
+    """GradBench's (ADBench's) hand file with its sibling model/ folder, or GradBench's ht input as JSON."""
+    if ht_files.is_json(Path(path)):
+        dims, model, *hand = ht_files.read_json(Path(path))
+        return dims, _arrays(model, *hand)
     dims = ht_files.read_header(Path(path))
     arrays = _arrays(ht_files.read_model(Path(path).parent / "model"), *ht_files.read_hand(Path(path)))
     return dims, arrays
@@ -158,7 +162,10 @@ def read_hand_file(path):
 
 @ht.reads_header
 def read_hand_header(path):
-    """hand, c, corners, v from the hand file's first line and line count and its model's vertex count."""
+    """hand, c, corners, v from the hand file's first line and line count and its model's vertex count; from
+    GradBench's JSON, its lengths (parsed whole: JSON has no header)."""
+    if ht_files.is_json(Path(path)):
+        return ht_files.read_json(Path(path))[0]
     return ht_files.read_header(Path(path))
 
 

@@ -9,10 +9,15 @@ z, five unused numbers, then a count and that many (bone, weight) pairs; triangl
 ADBench's and GradBench's folders are laid out alike. A file `NAME` may be shipped compressed as `NAME.xz` (this
 package's copies are: the big model's 1.6 MB vertices.txt repeats the small model's 544 lines to 10,000, so it is
 32 kB as xz).
+
+GradBench's JSON, the `input` its ht eval sends a tool (evals/ht/README.md's HTInput: io.read_hand_instance's
+HandInput as `to_dict()` encodes it), is read too (`read_json`): θ, us ([] for the simple variant, else c rows of
+two) and data (the model, as load_model builds it, base positions homogeneous; correspondences; points).
 """
 from __future__ import annotations
 
 import functools
+import json
 import lzma
 import re
 from pathlib import Path
@@ -118,8 +123,8 @@ def hand_index(path: Path, c: int) -> int:
     for index, points in HAND_POINTS.items():
         if points == c:
             return index
-    raise ValueError(f"{path}: cannot tell its GradBench hand index; name it hand<i>_t{THETA}_c{c}.txt as ADBench "
-                     f"does")
+    raise ValueError(f"{path}: cannot tell its GradBench hand index from its {c} points; name it "
+                     f"hand<i>_t{THETA}_c{c}{path.suffix} as ADBench does")
 
 
 def read_header(path: Path) -> dict[str, int]:
@@ -140,3 +145,42 @@ def read_header(path: Path) -> dict[str, int]:
     with _open(model / "vertices.txt") as f:
         vertices = sum(1 for line in f if line.strip())
     return {"hand": hand_index(path, c), "c": c, "corners": corners, "v": vertices}
+
+
+def is_json(path: Path) -> bool:
+    """Whether `path` holds JSON (GradBench's input) rather than ADBench's text: its first character is `{`."""
+    with open(path, encoding="utf-8") as f:
+        return f.read(64).lstrip().startswith("{")
+
+
+MODEL_KEYS = ("parents", "base_relatives", "inverse_base_absolutes", "base_positions", "weights", "triangles")
+
+
+def read_json(path: Path) -> tuple[dict[str, int], dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray | None,
+                                   np.ndarray]:
+    """(hand, c, corners, v; the model as read_model gives it; correspondences, points, us or None, θ) from
+    GradBench's ht input as JSON. Planning reads it whole too: JSON has no header (no arrays are built then)."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    hand = data.get("data") if isinstance(data, dict) else None
+    model = hand.get("model") if isinstance(hand, dict) else None
+    if not (isinstance(data, dict) and isinstance(hand, dict) and isinstance(model, dict)
+            and {"theta", "us"} <= set(data) and {"correspondences", "points"} <= set(hand)
+            and set(MODEL_KEYS) <= set(model)):
+        raise ValueError(f"{path}: not GradBench's ht input (a JSON object with theta, us and data: model with "
+                         f"{', '.join(MODEL_KEYS)}; correspondences; points)")
+    if model.get("is_mirrored"):
+        raise ValueError(f"{path}: a mirrored hand model; GradBench's reader never mirrors one and ht does not "
+                         f"mirror: give is_mirrored false")
+    arrays = {key: np.asarray(model[key], dtype=np.int64 if key in ("parents", "triangles") else np.float64)
+              for key in MODEL_KEYS}
+    points, theta = np.asarray(hand["points"], dtype=np.float64), np.asarray(data["theta"], dtype=np.float64)
+    c, v = len(points), len(arrays["base_positions"])
+    us = np.asarray(data["us"], dtype=np.float64).reshape(-1, 2) if len(data["us"]) else None
+    if (points.shape != (c, 3) or theta.shape != (THETA,) or arrays["base_positions"].shape != (v, 4)
+            or us is not None and us.shape != (c, 2)):
+        raise ValueError(f"{path}: GradBench's ht input needs points (c rows of 3), θ ({THETA}), base_positions (v "
+                         f"rows of 4, homogeneous) and us ([] or c rows of 2); found {points.shape}, {theta.shape}, "
+                         f"{arrays['base_positions'].shape} and {None if us is None else us.shape}")
+    dims = {"hand": hand_index(path, c), "c": c, "corners": CORNERS["simple" if us is None else "complicated"], "v": v}
+    return dims, arrays, np.asarray(hand["correspondences"], dtype=np.int64), points, us, theta

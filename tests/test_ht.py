@@ -10,6 +10,8 @@ variant and model and hand2 of complicated/big. Held here, at GradBench's measur
   point the 3 × 2 block of its own us, then the 26 θ columns; the test takes those entries of the dense (3c) ×
   (2c + 26) matrix and holds every other us entry to zero. torch.compile (slow) runs under `-m slow`; its jacrev
   is left out there: torch 2.13 miscompiles it (docs/framework-bugs/torch_compile_jacrev_index_select.md).
+GradBench's files through `--inputs`: its hand files beside model/, and the JSON input its eval sends a tool (hand1,
+written by GradBench's generator: fixtures/gradbench/make_ht_inputs.py), held to the text file's arrays and values.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from adcompare.problems import ht_files
 from adcompare.verify.input_sources import file_size, with_inputs
 
 from .conftest import FIXTURES
-from .per_adapter import evaluate_in_worker, one_class_per_adapter, skip_unless_installed
+from .per_adapter import evaluate, evaluate_in_worker, one_class_per_adapter, skip_unless_installed
 from .test_gradbench import scaled_error
 
 TIGHT_VALUE = 1e-12
@@ -197,6 +199,77 @@ def test_every_declared_size_is_its_shipped_files_header():
         model = next(m for m, v in ht_files.MODEL_VERTICES.items() if v == dims["v"])
         path = ht_files.shipped_hand(variant, model, dims["hand"])
         assert _shipped_header(path, model) == dims, size.label
+
+
+# GradBench's JSON, the input its ht eval sends a tool, of hand1 (small model), written by GradBench's own code:
+# tests/fixtures/gradbench/make_ht_inputs.py (its generator evals/ht/run.py, commit f26651a7)
+JSON_HANDS = {variant: FIXTURES / "gradbench" / f"ht_{variant}_small_hand1.json.xz" for variant in ht_files.CORNERS}
+
+
+def _gradbench_json(tmp_path, variant: str):
+    path = tmp_path / f"hand1_{variant}_small.json"
+    path.write_bytes(lzma.decompress(JSON_HANDS[variant].read_bytes()))
+    return path
+
+
+def evaluate_files(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
+    """`per_adapter.evaluate` of (input file, operator, variant) cases: ht sized and fed by the file, as --inputs
+    does."""
+    def inputs_of(case):
+        problem = with_inputs(plugins.load(), [case[0]]).problem("ht")
+        return problem, problem.sizes[0], None
+
+    return evaluate(adapter_name, cases, inputs_of)
+
+
+@pytest.mark.parametrize("variant", ["simple", "complicated"])
+def test_gradbench_json_input_is_read_as_its_hand_file(tmp_path, variant):
+    """What GradBench's eval sends a tool, given to --inputs: the hand file's size and arrays, bit for bit."""
+    path = _gradbench_json(tmp_path, variant)
+    text = _gradbench_folder(tmp_path, variant, "small", 1)
+    registry = with_inputs(plugins.load(), [str(path)])
+    assert {name for name, p in registry.problems.items() if any(s.source for s in p.sizes)} == {"ht"}
+    problem = registry.problem("ht")
+    (size,) = problem.sizes
+    assert size.as_dict() == file_size(problem, str(text)).as_dict()
+    from_json, from_text = problem.inputs(size, "float64"), problem.inputs(file_size(problem, str(text)), "float64")
+    assert from_json.keys() == from_text.keys()
+    for name in from_text:
+        np.testing.assert_array_equal(from_json[name], from_text[name], err_msg=name)
+
+
+def test_gradbench_json_input_gives_the_hand_files_objective_and_jacobian(tmp_path):
+    """GradBench's JSON of hand1 and its text file through JAX (a worker, eager): the same objective and dense
+    Jacobian (1e-12), and GradBench's manual tool's (its golden)."""
+    skip_unless_installed("jax")
+    files = {variant: (_gradbench_json(tmp_path, variant), _gradbench_folder(tmp_path, variant, "small", 1))
+             for variant in ht_files.CORNERS}
+    cases = [(str(path), operator, "eager") for pair in files.values() for path in pair
+             for operator in ("value", "jacrev")]
+    results = evaluate_in_worker("tests.test_ht", "jax", cases, timeout=1200, function="evaluate_files")
+    golden = {case["variant"]: case for case in goldens()["cases"] if case["model"] == "small" and case["hand"] == 1}
+    for variant, (json_path, text_path) in files.items():
+        for operator in ("value", "jacrev"):
+            from_json, from_text = (np.asarray(results[f"{p}/{operator}/eager"]) for p in (json_path, text_path))
+            assert scaled_error(from_json, from_text) <= TIGHT_VALUE, (variant, operator)
+            if operator == "value":
+                assert scaled_error(from_json, golden[variant]["objective"]["manual"]) <= TIGHT_VALUE, variant
+            else:
+                got = compressed(from_json, 100, variant == "complicated")
+                assert scaled_error(got, golden[variant]["jacobian"]["manual"]) <= TIGHT_JACOBIAN, variant
+
+
+def test_a_json_that_is_not_gradbenchs_ht_input_is_refused_with_what_it_needs(tmp_path):
+    problem = plugins.load().problem("ht")
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"theta": [0.0] * 26, "us": []}))
+    with pytest.raises(ValueError, match="not GradBench's ht input .*correspondences; points"):
+        file_size(problem, str(path))
+    data = json.loads(lzma.decompress(JSON_HANDS["simple"].read_bytes()))
+    data["data"]["model"]["is_mirrored"] = True
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="mirrored"):
+        file_size(problem, str(path))
 
 
 def _shipped_header(path, model: str) -> dict[str, int]:
