@@ -61,7 +61,14 @@ def _bone_angles(theta, bones, xp):
     return xp.concat([rest[:1], tx, rest[1:]]), xp.concat([rest[:1], tz, rest[1:]])
 
 
-@problem(sizes=HT_SIZES, wrt="params", tags=("classic", "tall"), operators=("value", "jacfwd", "jacrev"))
+# What the size error says (`--size hand7-…`): the declared sizes are the shipped files
+MORE_SIZES = (f"hand{max(ht_files.SHIPPED_HANDS) + 1}–hand{max(ht_files.HAND_POINTS)} do not ship with adcompare: "
+              f"run one with --inputs FILE, GradBench's evals/ht/data/<variant>_<model>/hand<i>_t26_c<c>.txt (the "
+              f"file's sibling model/ folder is read) or the JSON input GradBench's ht eval sends a tool; no --size")
+
+
+@problem(sizes=HT_SIZES, wrt="params", tags=("classic", "tall"), operators=("value", "jacfwd", "jacrev"),
+         more_sizes=MORE_SIZES)
 def ht(params, /, *, points, corners, weights, base_positions, base_relatives, inverse_base_absolutes, parents,
        depth_masks, xp):
     """GradBench's hand tracking (python/gradbench/gradbench/tools/pytorch/ht_objective.py; its golden,

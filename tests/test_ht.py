@@ -22,6 +22,8 @@ import shutil
 import numpy as np
 import pytest
 
+from adcompare.cli.main import main
+from adcompare.model.errors import UnknownNameError
 from adcompare.plugin import registry as plugins
 from adcompare.problems import ht_files
 from adcompare.verify.input_sources import file_size, with_inputs
@@ -270,6 +272,21 @@ def test_a_json_that_is_not_gradbenchs_ht_input_is_refused_with_what_it_needs(tm
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="mirrored"):
         file_size(problem, str(path))
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_an_unshipped_hand_asked_by_size_is_told_to_come_through_inputs(command, capsys):
+    """hand7–hand12 are not declared sizes: the one-line error names the fix, --inputs FILE with its model/."""
+    dry = ["--dry-run"] if command == "run" else []  # check stops at planning anyway
+    assert main([command, "--problem", "ht", "--size", "hand7-c3200-corners3-v10000", "--adapter", "jax", *dry]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    hint = err.split("; valid:")[0]  # before the list of declared sizes
+    assert "hand7–hand12" in hint and "--inputs FILE" in hint and "model/" in hint, err
+    assert main([command, "--size", "n99", "--adapter", "jax", *dry]) == 2  # not a hand's label: no ht hint
+    assert "--inputs" not in capsys.readouterr().err
+    with pytest.raises(UnknownNameError, match="hand7–hand12 .*--inputs FILE"):
+        plugins.load().problem("ht").size("hand7-c3200-corners3-v10000")
 
 
 def _shipped_header(path, model: str) -> dict[str, int]:

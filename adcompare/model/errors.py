@@ -60,8 +60,10 @@ def closest(name: str, candidates) -> str:
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
-def unknown(kind: str, name: str, candidates) -> UnknownNameError:
+def unknown(kind: str, name: str, candidates, hint: str = "") -> UnknownNameError:
+    """`hint`, when given, says how to get what was asked for another way; it comes before the (long) valid list."""
     candidates = sorted(candidates)
     return UnknownNameError(
-        f"unknown {kind} {name!r}{closest(name, candidates)}; valid: {', '.join(candidates) or 'none'}"
+        f"unknown {kind} {name!r}{closest(name, candidates)}{'; ' + hint if hint else ''}; valid: "
+        f"{', '.join(candidates) or 'none'}"
     )

@@ -93,6 +93,7 @@ class Problem:
     # declared with @<name>.analytic(operator); the float64 reference uses it instead of differencing (a tuple of
     # pairs: a Problem is hashable)
     analytic: tuple[tuple[str, Callable[..., np.ndarray]], ...] = ()
+    more_sizes: str = ""  # how sizes beyond the declared ones run (e.g. through --inputs): said to whoever asks one
 
     @property
     def sizes_ascending(self) -> tuple[Size, ...]:
@@ -108,7 +109,7 @@ class Problem:
         for s in self.sizes:
             if s.label == label:
                 return s
-        raise unknown(f"size of problem {self.name!r}", label, [s.label for s in self.sizes])
+        raise unknown(f"size of problem {self.name!r}", label, [s.label for s in self.sizes], self.more_sizes)
 
     def inputs(self, size: Size, dtype: str, seed: int | None = None) -> dict[str, np.ndarray]:
         """The inputs at `size`, seeded (`seed`, default the size's) or read from its file; floating arrays cast to
@@ -299,6 +300,7 @@ class ProblemDefinition:
             source=f"{self.function.__module__}.{self.function.__qualname__}",
             shape_function=self.shape_function,
             analytic=tuple(self.analytic_forms.items()),
+            more_sizes=o["more_sizes"],
         )
 
 
@@ -337,6 +339,7 @@ def problem(
     operators: Iterable[str] | None = None,
     complex_step_safe: bool = False,
     compilable: bool = True,
+    more_sizes: str = "",
 ):
     """Declare a problem. Use as a decorator, then attach inputs with `@<name>.inputs`.
 
@@ -345,6 +348,8 @@ def problem(
     operators: restrict to these operators (default: every one the output shape admits).
     complex_step_safe: the function is holomorphic where used, so the reference may use the complex step.
     compilable: False when the function has data-dependent Python control flow (compilers must fail it).
+    more_sizes: how sizes beyond `sizes` run (e.g. "hand7–hand12 through --inputs FILE"), named in the error when an
+    unknown size that looks like this problem's is asked for.
     """
 
     def decorate(fn: Callable[..., Any]) -> ProblemDefinition:
@@ -378,6 +383,7 @@ def problem(
             operators=tuple(operators) if operators is not None else None,
             complex_step_safe=complex_step_safe,
             compilable=compilable,
+            more_sizes=more_sizes,
         )
         return ProblemDefinition(fn, options)
 

@@ -128,7 +128,11 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
     _check_names("variant", sel.variants, all_variants)
     problems = _problems(registry, sel)
     all_sizes = {s.label for p in problems for s in p.sizes}
-    _check_names("size", sel.sizes, all_sizes)
+    for label in sel.sizes:
+        if label not in all_sizes:  # a problem whose labels it looks like may say how to run it (e.g. --inputs)
+            hints = [f"problem {p.name!r}: {p.more_sizes}" for p in problems
+                     if p.more_sizes and label.startswith(p.sizes[0].dims[0][0])]
+            raise unknown("size", label, all_sizes, "; ".join(hints))
     devices = sel.devices or (("cpu", "cuda") if gpu_present() else ("cpu",))
     dtypes = sel.dtypes or SUITE_DTYPES.get(sel.suite, DTYPES)
     bad_counts = [d for d in sel.device_counts if d < 1]
