@@ -32,12 +32,12 @@ p dense 3 × 15 blocks.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from adcompare import Shapes, problem
 from adcompare.model.problem import first_lines
+
+from .json_inputs import is_json, read_json_object
 
 CAMERA_PARAMS = 11
 BLOCK = CAMERA_PARAMS + 3 + 1  # camera, point, weight: the parameters one observation depends on
@@ -157,13 +157,10 @@ GRADBENCH_KEYS = ("n", "m", "p", "cam", "x", "w", "feat")  # GradBench's evals/b
 def _gradbench_json(path: str) -> dict | None:
     """GradBench's ba input as JSON (n, m, p, cam, x, w, feat: ADBench's file as its evals/ba/run.py sends it), or
     None when the file is not JSON."""
-    with open(path, encoding="utf-8") as f:
-        if not f.read(64).lstrip().startswith("{"):
-            return None
-    data = json.loads(open(path, encoding="utf-8").read())
-    if not isinstance(data, dict) or not set(GRADBENCH_KEYS) <= set(data):
-        raise ValueError(f"{path}: not GradBench's ba input (a JSON object with {', '.join(GRADBENCH_KEYS)})")
-    return data
+    if not is_json(path):
+        return None
+    return read_json_object(path, f"GradBench's ba input (a JSON object with {', '.join(GRADBENCH_KEYS)})",
+                            GRADBENCH_KEYS)
 
 
 @bundle_adjustment.reads_header

@@ -20,13 +20,14 @@ numpy.random.default_rng), so `--seed 31337`, GradBench's default seed, gives Gr
 """
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 
 from adcompare import Shapes, grid, problem
 from adcompare.model.problem import first_lines
+
+from .json_inputs import is_json, read_json_object
 
 WISHART_GAMMA = 1.0  # ADBench's generator fixes γ = 1, m = 0
 WISHART_M = 0
@@ -188,14 +189,9 @@ def _wishart(gamma: float, m: int, d: int) -> dict[str, np.ndarray]:
     return {} if (gamma, m) == (WISHART_GAMMA, WISHART_M) else {"wishart": wishart_constants(gamma, m, d)}
 
 
-def _is_json(path: str) -> bool:
-    with open(path, encoding="utf-8") as f:
-        return f.read(64).lstrip().startswith("{")
-
-
 def _adbench_header(path: str) -> dict[str, int]:
     """`d K n` from the first line of ADBench's text format; GradBench's JSON is refused (another convention)."""
-    if _is_json(path):
+    if is_json(path):
         raise ValueError("GradBench's gmm input (JSON), whose objective is the log posterior: it is "
                          "gmm_posterior's input, not gmm's (ADBench's objective adds the Wishart term); use "
                          "--problem gmm_posterior")
@@ -230,14 +226,11 @@ def _read_adbench(path: str):
 
 def _gradbench_json(path: str) -> dict:
     """GradBench's gmm input as JSON (the `input` its evals/gmm/run.py sends); ADBench's text is refused."""
-    if not _is_json(path):
+    if not is_json(path):
         raise ValueError("not GradBench's gmm input (JSON); an ADBench text file follows ADBench's "
                          "objective: it is gmm's input, not gmm_posterior's; use --problem gmm")
-    data = json.loads(open(path, encoding="utf-8").read())
-    if not isinstance(data, dict) or not {"d", "k", "n", "x", "alpha", "mu", "q", "l"} <= set(data):
-        raise ValueError(f"{path}: not GradBench's gmm input (a JSON object with d, k, n, x, m, gamma, alpha, mu, q, "
-                         f"l)")
-    return data
+    return read_json_object(path, "GradBench's gmm input (a JSON object with d, k, n, x, m, gamma, alpha, mu, q, l)",
+                            ("d", "k", "n", "x", "alpha", "mu", "q", "l"))
 
 
 def _gradbench_header(path: str) -> dict[str, int]:

@@ -9,6 +9,7 @@ import numpy as np
 from adcompare import Shapes, problem
 
 from . import ht_files
+from .json_inputs import is_json
 
 HT_SIZES = [dict(hand=hand, c=ht_files.HAND_POINTS[hand], corners=corners, v=vertices)
             for corners in ht_files.CORNERS.values() for vertices in ht_files.MODEL_VERTICES.values()
@@ -159,7 +160,7 @@ def _(rng, hand, c, corners, v):
 @ht.reads
 def read_hand_file(path):
     """GradBench's (ADBench's) hand file with its sibling model/ folder, or GradBench's ht input as JSON."""
-    if ht_files.is_json(Path(path)):
+    if is_json(path):
         dims, model, *hand = ht_files.read_json(Path(path))
         return dims, _arrays(model, *hand)
     dims = ht_files.read_header(Path(path))
@@ -171,7 +172,7 @@ def read_hand_file(path):
 def read_hand_header(path):
     """hand, c, corners, v from the hand file's first line and line count and its model's vertex count; from
     GradBench's JSON, its lengths (parsed whole: JSON has no header)."""
-    if ht_files.is_json(Path(path)):
+    if is_json(path):
         return ht_files.read_json(Path(path))[0]
     return ht_files.read_header(Path(path))
 

@@ -17,13 +17,14 @@ two) and data (the model, as load_model builds it, base positions homogeneous; c
 from __future__ import annotations
 
 import functools
-import json
 import lzma
 import re
 from pathlib import Path
 from typing import IO
 
 import numpy as np
+
+from .json_inputs import read_json_object
 
 DATA = Path(__file__).with_name("data") / "ht"
 THETA = 26  # GradBench's pose: global rotation (3), translation (3), 5 fingers × 4 angles
@@ -147,28 +148,23 @@ def read_header(path: Path) -> dict[str, int]:
     return {"hand": hand_index(path, c), "c": c, "corners": corners, "v": vertices}
 
 
-def is_json(path: Path) -> bool:
-    """Whether `path` holds JSON (GradBench's input) rather than ADBench's text: its first character is `{`."""
-    with open(path, encoding="utf-8") as f:
-        return f.read(64).lstrip().startswith("{")
-
-
 MODEL_KEYS = ("parents", "base_relatives", "inverse_base_absolutes", "base_positions", "weights", "triangles")
+
+
+def _has_model(data: dict) -> bool:
+    """HTInput's data: an object with correspondences, points and the model, an object with MODEL_KEYS."""
+    hand = data.get("data")
+    return (isinstance(hand, dict) and {"correspondences", "points"} <= set(hand)
+            and isinstance(hand.get("model"), dict) and set(MODEL_KEYS) <= set(hand["model"]))
 
 
 def read_json(path: Path) -> tuple[dict[str, int], dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray | None,
                                    np.ndarray]:
     """(hand, c, corners, v; the model as read_model gives it; correspondences, points, us or None, θ) from
     GradBench's ht input as JSON. Planning reads it whole too: JSON has no header (no arrays are built then)."""
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    hand = data.get("data") if isinstance(data, dict) else None
-    model = hand.get("model") if isinstance(hand, dict) else None
-    if not (isinstance(data, dict) and isinstance(hand, dict) and isinstance(model, dict)
-            and {"theta", "us"} <= set(data) and {"correspondences", "points"} <= set(hand)
-            and set(MODEL_KEYS) <= set(model)):
-        raise ValueError(f"{path}: not GradBench's ht input (a JSON object with theta, us and data: model with "
-                         f"{', '.join(MODEL_KEYS)}; correspondences; points)")
+    data = read_json_object(path, f"GradBench's ht input (a JSON object with theta, us and data: model with "
+                                  f"{', '.join(MODEL_KEYS)}; correspondences; points)", ("theta", "us"), _has_model)
+    hand, model = data["data"], data["data"]["model"]
     if model.get("is_mirrored"):
         raise ValueError(f"{path}: a mirrored hand model; GradBench's reader never mirrors one and ht does not "
                          f"mirror: give is_mirrored false")

@@ -1,13 +1,12 @@
 """GradBench's `kmeans` eval: the k-means cost and its Newton direction (evals/kmeans/README.md, commit f26651a7)."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from adcompare import Shapes, grid, problem
 
 from .gradbench_draws import replay
+from .json_inputs import read_json_object
 
 KMEANS_K = (10, 100, 1000)  # run.py's -k default
 KMEANS_N = (1000, 10000)  # run.py's -n default
@@ -75,14 +74,8 @@ def _(k, n, d):
 
 def _gradbench_json(path: str) -> dict:
     """GradBench's kmeans input: a JSON object with `points` (n rows of d) and `centroids` (k rows of d)."""
-    with open(path, encoding="utf-8") as f:
-        if not f.read(64).lstrip().startswith("{"):
-            raise ValueError("not GradBench's kmeans input (a JSON object with points and centroids, lists of rows)")
-    data = json.loads(open(path, encoding="utf-8").read())
-    if not isinstance(data, dict) or not set(INPUT_KEYS) <= set(data):
-        raise ValueError(f"{path}: not GradBench's kmeans input (a JSON object with {' and '.join(INPUT_KEYS)}, "
-                         f"lists of rows)")
-    return data
+    return read_json_object(path, f"GradBench's kmeans input (a JSON object with {' and '.join(INPUT_KEYS)}, lists "
+                                  f"of rows)", INPUT_KEYS)
 
 
 @kmeans.reads_header

@@ -14,13 +14,14 @@ parameters and state are uniform on [0, 1).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from adcompare import Shapes, fold, problem
 from adcompare.model.problem import first_lines
+
+from .json_inputs import is_json, read_json_object
 
 LSTM_SIZES = [
     dict(l=1, c=8, b=14),  # small, for quick runs
@@ -114,15 +115,19 @@ def _(rng, l, c, b):
             "sequence": encode(text[:c], b)}
 
 
+GRADBENCH_KEYS = ("main_params", "extra_params", "state", "sequence")  # GradBench's LSTMInput
+
+
+def _gradbench_json(path: str) -> dict:
+    return read_json_object(path, f"GradBench's lstm input (JSON with {', '.join(GRADBENCH_KEYS)})", GRADBENCH_KEYS)
+
+
 def _matrices(path: str):
     """(main, extra, state, sequence) from ADBench's text format or GradBench's JSON input."""
+    if is_json(path):
+        data = _gradbench_json(path)
+        return tuple(np.asarray(data[k], dtype=np.float64) for k in GRADBENCH_KEYS)
     text = open(path, encoding="utf-8").read()
-    if text.lstrip().startswith("{"):
-        data = json.loads(text)
-        if not isinstance(data, dict) or not {"main_params", "extra_params", "state", "sequence"} <= set(data):
-            raise ValueError("not GradBench's lstm input (JSON with main_params, extra_params, state, sequence)")
-        return tuple(np.asarray(data[k], dtype=np.float64)
-                     for k in ("main_params", "extra_params", "state", "sequence"))
     lines = [line.split() for line in text.splitlines() if line.strip()]
     if not lines or len(lines[0]) != 3:
         raise ValueError("not ADBench's LSTM format (first line `l c b`)")
@@ -154,15 +159,10 @@ def read_lstm_file(path):
 def read_lstm_header(path):
     """`l c b` from the first line of ADBench's text format (the body is not read); GradBench's JSON has no header,
     so its arrays' lengths are taken from the parsed JSON (no arrays built)."""
-    with open(path, encoding="utf-8") as f:
-        if f.read(64).lstrip().startswith("{"):
-            f.seek(0)
-            data = json.loads(f.read())
-            if not isinstance(data, dict) or not {"main_params", "extra_params", "state", "sequence"} <= set(data):
-                raise ValueError(f"{path}: not GradBench's lstm input (JSON with main_params, extra_params, state, "
-                                 f"sequence)")
-            return {"l": len(data["state"]) // 2, "c": len(data["sequence"]), "b": len(data["state"][0])}
-        f.seek(0)  # `l c b` and main params' 4b numbers tell it from BA's and GMM's
+    if is_json(path):
+        data = _gradbench_json(path)
+        return {"l": len(data["state"]) // 2, "c": len(data["sequence"]), "b": len(data["state"][0])}
+    with open(path, encoding="utf-8") as f:  # `l c b` and main params' 4b numbers tell it from BA's and GMM's
         first, second = first_lines(f)
     if len(first) != 3 or not all(v.isdigit() for v in first) or len(second) != 4 * int(first[2]):
         raise ValueError("not ADBench's LSTM format (first line `l c b`, then 2l lines of 4b main params)")

@@ -2,8 +2,6 @@
 commit f26651a7)."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 import adcompare
@@ -11,6 +9,7 @@ from adcompare import Shapes, problem
 from adcompare.model.nesting import ORDERS
 
 from .gradient_descent import argmin
+from .json_inputs import read_json_object
 
 W0 = 0.0  # run.py's one input
 NESTED = tuple(f"nested_{order}" for order in ORDERS)
@@ -116,15 +115,8 @@ def _(d):
 
 
 def _gradbench_json(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        data = json.loads(text) if text.lstrip().startswith("{") else None
-    except json.JSONDecodeError:
-        data = None
-    if not isinstance(data, dict) or not isinstance(data.get("w"), (int, float)):
-        raise ValueError(f"{path}: not GradBench's particle input (a JSON object with w, a number)")
-    return data
+    return read_json_object(path, "GradBench's particle input (a JSON object with w, a number)",
+                            valid=lambda data: isinstance(data.get("w"), (int, float)))
 
 
 @particle.reads_header

@@ -1,8 +1,6 @@
 """GradBench's `saddle` eval: a saddle point by nested gradient descent (evals/saddle/README.md, commit f26651a7)."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 import adcompare
@@ -10,6 +8,7 @@ from adcompare import Shapes, problem
 from adcompare.model.nesting import ORDERS
 
 from .gradient_descent import argmin
+from .json_inputs import read_json_object
 
 START = (1.0, 1.0)  # run.py's one input
 NESTED = tuple(f"nested_{order}" for order in ORDERS)
@@ -86,15 +85,8 @@ def _(d):
 
 
 def _gradbench_json(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        data = json.loads(text) if text.lstrip().startswith("{") else None
-    except json.JSONDecodeError:
-        data = None
-    if not isinstance(data, dict) or not isinstance(data.get("start"), list) or len(data["start"]) != 2:
-        raise ValueError(f"{path}: not GradBench's saddle input (a JSON object with start, a list of 2 numbers)")
-    return data
+    return read_json_object(path, "GradBench's saddle input (a JSON object with start, a list of 2 numbers)",
+                            valid=lambda data: isinstance(data.get("start"), list) and len(data["start"]) == 2)
 
 
 @saddle.reads_header

@@ -21,8 +21,8 @@ import pytest
 from adcompare.model.operators import NESTED, OPERATORS, spec
 from adcompare.model.problem import Problem, Size
 from adcompare.plugin import registry as plugins
+from adcompare.plugin.adapter import CellInputs
 from adcompare.study.suites import FULL_LEAVES_OUT
-from adcompare.verify.cell_inputs import CellInputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

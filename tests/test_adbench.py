@@ -9,6 +9,7 @@ relative. Every adapter runs in its own process (JAX's x64 switch is process-wid
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -22,8 +23,15 @@ from adcompare.verify.expectations import expected
 from adcompare.verify.input_sources import with_inputs
 from adcompare.verify.reference import reference, reference_value
 
+from . import per_adapter
 from .conftest import FIXTURES
-from .per_adapter import BUILT_IN_ADAPTERS, evaluate_in_worker, one_class_per_adapter, skip_unless_installed
+from .per_adapter import (
+    BUILT_IN_ADAPTERS,
+    evaluate_in_worker,
+    float64_inputs,
+    one_class_per_adapter,
+    skip_unless_installed,
+)
 
 ADBENCH = FIXTURES / "adbench"
 GMM_FILE, BA_FILE, LSTM_FILE = ADBENCH / "gmm" / "test.txt", ADBENCH / "ba" / "test.txt", \
@@ -260,36 +268,22 @@ def split_eager_lstm(adapter_name: str) -> tuple[dict, dict]:
 
 
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
-    """In this process: float64 results of `adapter_name` for (problem, operator, variant) cases on ADBench's
-    test inputs (BA on `ba_rows()`); {case: list, or the reason it is unsupported, or the error}."""
-    from adcompare.run.in_process import describe_exception, run_once
-
+    """`per_adapter.evaluate` of (problem, operator, variant) cases on ADBench's test inputs (BA on `ba_rows()`,
+    as the batch of the per-example operators)."""
     registry = _registry()
-    adapter = registry.adapter(adapter_name)
-    adapter.setup(dtype="float64", device="cpu", threads=1)
-    out: dict[str, object] = {}
-    for name, operator, variant in cases:
-        key = f"{name}/{operator}/{variant}"
-        cap = adapter.capability(operator, variant)
-        if not cap.supported:
-            out[key] = {"unsupported": cap.reason}
-            continue
+
+    def inputs_of(case):
+        name, operator = case[0], case[1]
         problem, size = registry.problem(name), _file_size(registry, name)
-        values = problem.inputs(size, "float64")
-        wrt = values.pop(problem.wrt)
-        batch = None
-        if name == "bundle_adjustment":
-            values["observations"] = ba_rows()
-            if operator.startswith("vmap_"):
-                batch = values.pop("observations")
-        inputs = CellInputs(wrt=wrt, constants=values, batch=batch, tangent=None, cotangent=None)
-        try:
-            _, result, _, _ = run_once(adapter, problem, operator, "float64", variant=variant, inputs=inputs,
-                                       size=size)
-            out[key] = np.asarray(result, dtype=np.float64).tolist()
-        except Exception as exc:  # reported per case, so one failure does not hide the others
-            out[key] = {"error": describe_exception(exc)}
-    return out
+        if name != "bundle_adjustment":
+            return problem, size, float64_inputs(problem, size)
+        inputs = float64_inputs(problem, size, observations=ba_rows())
+        if operator.startswith("vmap_"):
+            constants = dict(inputs.constants)
+            inputs = dataclasses.replace(inputs, constants=constants, batch=constants.pop("observations"))
+        return problem, size, inputs
+
+    return per_adapter.evaluate(adapter_name, cases, inputs_of)
 
 
 def _in_worker(adapter_name: str, cases: dict) -> dict[str, object]:

@@ -26,8 +26,15 @@ from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import CellInputs
 from adcompare.problems.ode import ode_solution
 
+from . import per_adapter
 from .conftest import FIXTURES
-from .per_adapter import BUILT_IN_ADAPTERS, evaluate_in_worker, one_class_per_adapter, skip_unless_installed
+from .per_adapter import (
+    BUILT_IN_ADAPTERS,
+    evaluate_in_worker,
+    float64_inputs,
+    one_class_per_adapter,
+    skip_unless_installed,
+)
 
 EVALS = ("lse", "llsq", "det", "ode", "kmeans")
 ADAPTERS = BUILT_IN_ADAPTERS
@@ -128,32 +135,14 @@ def test_numpy_values_equal_every_gradbench_tool(evaluation, index):
 
 
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
-    """In this process: float64 results of `adapter_name` for (eval, size label, operator, variant) cases on the
-    generated inputs (GradBench's, as the test above holds); {case: list, or why unsupported, or the error}."""
-    from adcompare.run.in_process import describe_exception, run_once
+    """`per_adapter.evaluate` of (eval, size label, operator, variant) cases on the generated inputs (GradBench's,
+    as the test above holds)."""
+    def inputs_of(case):
+        problem = plugins.load().problem(case[0])
+        size = problem.size(case[1])
+        return problem, size, float64_inputs(problem, size)
 
-    registry = plugins.load()
-    adapter = registry.adapter(adapter_name)
-    adapter.setup(dtype="float64", device="cpu", threads=1)
-    out: dict[str, object] = {}
-    for name, label, operator, variant in cases:
-        key = f"{name}/{label}/{operator}/{variant}"
-        cap = adapter.capability(operator, variant)
-        if not cap.supported:
-            out[key] = {"unsupported": cap.reason}
-            continue
-        problem = registry.problem(name)
-        size = problem.size(label)
-        values = problem.inputs(size, "float64")
-        wrt = values.pop(problem.wrt)
-        inputs = CellInputs(wrt=wrt, constants=values, batch=None, tangent=None, cotangent=None)
-        try:
-            _, result, _, _ = run_once(adapter, problem, operator, "float64", variant=variant, inputs=inputs,
-                                       size=size)
-            out[key] = np.asarray(result, dtype=np.float64).tolist()
-        except Exception as exc:  # reported per case, so one failure does not hide the others
-            out[key] = {"error": describe_exception(exc)}
-    return out
+    return per_adapter.evaluate(adapter_name, cases, inputs_of)
 
 
 def _in_worker(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:

@@ -184,3 +184,25 @@ def test_tensorflow_compiled_hvp_of_either_gmm_is_expected_to_fail(problem):
         status, reason = expected(cell, compilable=True)
         assert status is Status.FAILED and "XlaDynamicUpdateSlice" in reason
     assert expected(Cell(problem, "d2-K5-n1000", "hvp", "tensorflow", "graph", "cpu", "float64"), True) is None
+
+
+# Every reader of GradBench's JSON (problems/json_inputs.read_json_object) refuses a file in one line naming it and
+# what the input holds: the name each problem gives its input, as its own messages say it
+JSON_READERS = {"bundle_adjustment": "GradBench's ba input", "gmm_posterior": "GradBench's gmm input",
+                "kmeans": "GradBench's kmeans input", "lstm": "GradBench's lstm input", "ht": "GradBench's ht input",
+                "saddle": "GradBench's saddle input", "particle": "GradBench's particle input"}
+
+
+@pytest.mark.parametrize("name", sorted(JSON_READERS))
+@pytest.mark.parametrize("text, reason", [('{"other": [1, 2]}', ""), ('{"start": ', "; invalid JSON (Expecting")],
+                         ids=["another-object", "cut"])
+def test_every_gradbench_json_reader_refuses_another_input_in_one_line_naming_the_file(tmp_path, name, text, reason):
+    path = tmp_path / "input.json"
+    path.write_text(text)
+    problem = plugins.load().problem(name)
+    for read in (problem.header_reader, problem.reader):
+        with pytest.raises(ValueError) as refused:
+            read(str(path))
+        message = str(refused.value)
+        assert type(refused.value) is ValueError and len(message.splitlines()) == 1, message
+        assert message.startswith(f"{path}: not {JSON_READERS[name]} (") and reason in message, message

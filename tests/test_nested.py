@@ -28,13 +28,13 @@ from adcompare.model.errors import UsageError
 from adcompare.model.operators import OPERATORS, spec
 from adcompare.model.problem import applicable_operators, problem
 from adcompare.plugin import registry as plugins
-from adcompare.plugin.adapter import CellInputs
 from adcompare.problems.particle import particle_reference
 from adcompare.problems.saddle import saddle_reference
 from adcompare.verify.tolerance import scaled_error
 
+from . import per_adapter
 from .conftest import FIXTURES
-from .per_adapter import evaluate_in_worker, one_class_per_adapter, skip_unless_installed
+from .per_adapter import evaluate_in_worker, float64_inputs, one_class_per_adapter, skip_unless_installed
 
 GRADBENCH_TOLERANCE = 1e-4  # GradBench's validator
 NESTED = tuple(f"nested_{order}" for order in nesting.ORDERS)
@@ -150,36 +150,23 @@ def test_gradbench_json_inputs_are_read(tmp_path):
 
 
 def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, object]:
-    """In this process: float64 results of (problem, operator, variant) cases, problem "nested_toy" or a built-in
-    one at its GradBench input; {case: list, or why unsupported, or the error}."""
-    from adcompare.run.in_process import describe_exception, run_once
-    from adcompare.verify.check import check_result
+    """`per_adapter.evaluate` of (problem, operator, variant) cases, problem "nested_toy" or a built-in one at its
+    GradBench input; the toy's nesting orders also get the run's own check (reference, tolerance, projection) as
+    `<case>/check`."""
+    def inputs_of(case):
+        prob = TOY if case[0] == "nested_toy" else plugins.load().problem(case[0])
+        return prob, prob.sizes[0], float64_inputs(prob, prob.sizes[0])
 
-    registry = plugins.load()
-    adapter = registry.adapter(adapter_name)
-    adapter.setup(dtype="float64", device="cpu", threads=1)
-    out: dict[str, object] = {}
-    for name, operator, variant in cases:
-        key = f"{name}/{operator}/{variant}"
-        cap = adapter.capability(operator, variant)
-        if not cap.supported:
-            out[key] = {"unsupported": cap.reason}
-            continue
-        prob = TOY if name == "nested_toy" else registry.problem(name)
-        size = prob.sizes[0]
-        values = prob.inputs(size, "float64")
-        wrt = values.pop(prob.wrt)
-        inputs = CellInputs(wrt=wrt, constants=values, batch=None, tangent=None, cotangent=None)
-        try:
-            _, result, _, _ = run_once(adapter, prob, operator, "float64", variant=variant, inputs=inputs, size=size)
-            out[key] = np.asarray(result, dtype=np.float64).tolist()
-            if name == "nested_toy" and operator in NESTED:  # the run's own check: reference, tolerance, projection
-                check = check_result(prob, size, operator, "float64", inputs, np.asarray(result))
-                out[f"{key}/check"] = {"error": check.error, "tolerance": check.tolerance,
-                                       "method": check.reference_method, "projection": check.projection}
-        except Exception as exc:  # reported per case, so one failure does not hide the others
-            out[key] = {"error": describe_exception(exc)}
-    return out
+    def check(case, prob, size, inputs, result):
+        from adcompare.verify.check import check_result
+
+        if case[0] != "nested_toy" or case[1] not in NESTED:
+            return {}
+        found = check_result(prob, size, case[1], "float64", inputs, result)
+        return {"check": {"error": found.error, "tolerance": found.tolerance, "method": found.reference_method,
+                          "projection": found.projection}}
+
+    return per_adapter.evaluate(adapter_name, cases, inputs_of, check)
 
 
 class AdapterNesting:
