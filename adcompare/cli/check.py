@@ -6,7 +6,7 @@ import argparse
 import json
 
 from adcompare.cli import tables
-from adcompare.cli.pipeline import build_environments, execute, load_registry, plan_cells, selection
+from adcompare.cli.pipeline import environments_in_use, execute, load_registry, plan_cells, selection
 from adcompare.cli.tables import err, out
 from adcompare.model.problem import Problem, Size
 from adcompare.model.status import NOT_RUN
@@ -29,9 +29,9 @@ def command(args: argparse.Namespace) -> int:
     registry = load_registry(args.plugin, args.inputs, args.seed)
     plan = plan_cells(registry, selection(args, registry), memory_limit_gib=args.memory_limit,
                       env_options=args.env or ())
-    envs = build_environments(registry, args.env or (), {})
-    measurements = execute(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads, time_it=False),
-                           show_progress=not args.no_progress, envs=envs)
+    with environments_in_use(registry, args.env or (), {}) as envs:
+        options = RunOptions(timeout=args.timeout, threads=args.threads, time_it=False)
+        measurements = execute(registry, plan, options, show_progress=not args.no_progress, envs=envs)
     expected = {m.cell.key: why for m in measurements if (why := expected_reason(m))}  # labelled by execute
     if args.json:
         for m in measurements:

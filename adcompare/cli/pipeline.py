@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -54,18 +55,21 @@ def run_provenance(registry: Registry, threads: int) -> dict:
     return provenance.collect(threads, machine(registry))
 
 
-def build_environments(registry: Registry, env_options: Sequence[str],
-                       header: dict) -> dict[str, environments.Environment]:
-    """The `--env` environments, built or taken from the cache; named in the header with their fingerprints."""
+@contextmanager
+def environments_in_use(registry: Registry, env_options: Sequence[str],
+                        header: dict) -> Iterator[dict[str, environments.Environment]]:
+    """The `--env` environments, built or taken from the cache and locked against other runs' reinstalls until the
+    block ends (the run's workers start from them throughout); named in the header with their fingerprints."""
     specs = environments.parse_options(env_options)
     if not specs:
-        return {}
-    built = environments.build_all(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
-    host = this_machine(())
-    header["environments"] = {
-        s.name: {**built[s.name].to_json(),
-                 "machine": built[s.name].machine(host, distributions(registry)).to_json()} for s in specs}
-    return built
+        yield {}
+        return
+    with environments.in_use(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False)) as built:
+        host = this_machine(())
+        header["environments"] = {
+            s.name: {**built[s.name].to_json(),
+                     "machine": built[s.name].machine(host, distributions(registry)).to_json()} for s in specs}
+        yield built
 
 
 def past_runs() -> list[Path]:

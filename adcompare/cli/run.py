@@ -9,7 +9,7 @@ from pathlib import Path
 from adcompare.cli import tables
 from adcompare.cli.arguments import shard_options
 from adcompare.cli.pipeline import (
-    build_environments,
+    environments_in_use,
     execute,
     load_registry,
     machine,
@@ -98,15 +98,15 @@ def command(args: argparse.Namespace) -> int:
     plan = _plan(registry, args)
     header = run_provenance(registry, args.threads)
     st = _study(registry, plan, args, output, header["machine"]["fingerprint"])
-    envs = build_environments(registry, args.env or (), header)
-    options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
-                         budget=args.max_time or "", rounds=args.rounds)
-    with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
-        for m in st.left_out:
-            writer.add(m)
-        measurements = execute(registry, st.plan, options, show_progress=not args.no_progress, writer=writer,
-                               envs=envs)
-        measurements = [*measurements, *st.left_out]
+    with environments_in_use(registry, args.env or (), header) as envs:  # held until the last worker ends
+        options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
+                             budget=args.max_time or "", rounds=args.rounds)
+        with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
+            for m in st.left_out:
+                writer.add(m)
+            measurements = execute(registry, st.plan, options, show_progress=not args.no_progress, writer=writer,
+                                   envs=envs)
+            measurements = [*measurements, *st.left_out]
     tables.print_summary(out, measurements)
     print_findings(measurements)
     out.print(f"results: {output}")

@@ -5,7 +5,9 @@ cache directory (`$XDG_CACHE_HOME/adcompare/envs/<hash>`, default `~/.cache/adco
 over the requirements, the Python interpreter and adcompare's version. It is isolated from the parent's
 site-packages (no `--system-site-packages`), holds adcompare's core dependencies and the same adcompare source the
 parent runs (reinstalled, without dependencies, whenever that source changes), and is built with the standard
-library's `venv` + pip, or with `uv` when it is on PATH (told never to download an interpreter).
+library's `venv` + pip, or with `uv` when it is on PATH (told never to download an interpreter). The cache is shared
+by every adcompare run on the machine: a run holds each environment it uses locked shared for its whole length
+(`in_use`), and a build or a reinstall waits until it has the environment alone (environment_lock).
 
 The workers of the adapters whose frameworks an environment pins start from its interpreter; the interpreter
 adcompare runs in is the environment `current`, the default for every adapter no `--env` pins (`--env current`
@@ -27,7 +29,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from adcompare.model.errors import EnvironmentSetupError
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.adapter import Adapter
+from adcompare.study.environment_lock import EnvironmentLock, lock_path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the adcompare package this process runs (this is adcompare/study/)
 MANIFEST = "adcompare-environment.json"
@@ -260,17 +264,73 @@ _INSTALLED = ("import importlib.metadata as m, json; "
 
 def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Installer | None = None,
           say: Callable[[str], None] = lambda line: None) -> Environment:
-    """The environment for `spec`, built once and reused; raises EnvironmentSetupError (exit 2) when it cannot be."""
-    if spec.name == CURRENT:
-        return current()
-    if spec.python:
-        return existing(spec)
+    """The environment for `spec`, built once and reused; raises EnvironmentSetupError (exit 2) when it cannot be.
+    Its lock is released on return: a run that starts workers from it holds it with `in_use`."""
+    with in_use([spec], root=root, installer=installer, say=say) as built:
+        return built[spec.name]
+
+
+@contextmanager
+def in_use(specs: Sequence[EnvironmentSpec], *, root: Path | None = None, installer: Installer | None = None,
+           say: Callable[[str], None] = lambda line: None) -> Iterator[dict[str, Environment]]:
+    """Every environment of a run (`current` always among them: adapters no `--env` pins run there), each cached
+    one built or brought up to this process's adcompare source under its exclusive lock, then held shared until
+    the block ends, so no other run reinstalls adcompare into it while this run's workers start from it
+    (environment_lock). A run that must wait says so in one line through `say`. The cached environments are
+    locked in one order (by key), so two runs never wait on each other across environments."""
     root = root or cache_root()
     installer = installer or Installer.find()
+    cached = sorted((s for s in specs if s.name != CURRENT and not s.python), key=environment_key)
+    with ExitStack() as held:
+        ready: dict[str, Environment] = {}
+        by_key: dict[str, Environment] = {}  # two names with the same requirements are one environment
+        for spec in cached:
+            key = environment_key(spec)
+            if key not in by_key:
+                lock = held.enter_context(EnvironmentLock(lock_path(root / key)))
+                by_key[key] = _ready(spec, root / key, lock, installer, say)
+            ready[spec.name] = replace(by_key[key], name=spec.name)
+        built = {CURRENT: current()}
+        for spec in specs:
+            built[spec.name] = ready.get(spec.name) or (current() if spec.name == CURRENT else existing(spec))
+        yield built
+
+
+def _ready(spec: EnvironmentSpec, path: Path, lock: EnvironmentLock, installer: Installer,
+           say: Callable[[str], None]) -> Environment:
+    """The environment at `path` holding this source, `lock` held shared on return. A lock is never upgraded:
+    the shared lock is given up before the exclusive one is asked for, and the environment is checked again under
+    the shared lock after every build or reinstall (another run's may have come in between)."""
     source = adcompare_source()
     digest = source_digest(source)
-    path = root / environment_key(spec)
-    manifest = path / MANIFEST
+    while True:
+        lock.shared(lambda: say(f"waiting for another adcompare run to finish building environment {spec.name!r} "
+                                f"({path}) or reinstalling adcompare into it"))
+        if (env := _up_to_date(spec, path, digest)) is not None:
+            return env
+        step = "reinstalling adcompare into it" if path.is_dir() else "building it"
+        lock.exclusive(lambda: say(f"waiting for another adcompare run that uses environment {spec.name!r} "
+                                   f"({path}) to finish before {step}"))
+        if _up_to_date(spec, path, digest) is None:
+            _make(spec, path, installer, source, digest, say)
+
+
+def _up_to_date(spec: EnvironmentSpec, path: Path, digest: str) -> Environment | None:
+    """The environment at `path` when it is complete and holds the adcompare source `digest`, else None."""
+    try:
+        data = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("adcompare_source") != digest:
+        return None
+    return Environment(spec.name, str(_python(path)), spec.requirements, dict(data["installed"]), str(path))
+
+
+def _make(spec: EnvironmentSpec, path: Path, installer: Installer, source: Path, digest: str,
+          say: Callable[[str], None]) -> None:
+    """Build the environment at `path` when absent, and install the adcompare `source` into it; the caller holds
+    its exclusive lock."""
+    root, manifest = path.parent, path / MANIFEST
     if not path.is_dir():
         say(f"environment {spec.name!r}: building {' '.join(spec.requirements)} in {path}")
         root.mkdir(parents=True, exist_ok=True)
@@ -279,19 +339,19 @@ def build(spec: EnvironmentSpec, *, root: Path | None = None, installer: Install
             _run(spec, installer.create(partial), installer, what="create a virtual environment")
             _run(spec, installer.install(_python(partial), [*spec.requirements, *core_requirements()]), installer,
                  what=f"install {' '.join(spec.requirements)}", fix="fix the requirement")
-            if not path.is_dir():  # another run may have finished the same build meanwhile: keep the first
+            if not path.is_dir():  # a run of an adcompare without locks may have built it meanwhile: keep the first
                 partial.rename(path)  # complete or absent: a build killed half-way is never reused
         finally:
             shutil.rmtree(partial, ignore_errors=True)
-    data = json.loads(manifest.read_text()) if manifest.is_file() else {}
     python = _python(path)
-    if data.get("adcompare_source") != digest:
-        _run(spec, installer.install(python, ["--no-deps", "--force-reinstall", str(source)]), installer,
-             what=f"install adcompare from {source}")
-        installed = json.loads(_run(spec, [str(python), "-c", _INSTALLED], installer, what="list its packages"))
-        data = {"requirements": list(spec.requirements), "adcompare_source": digest, "installed": installed}
-        manifest.write_text(json.dumps(data, indent=1, sort_keys=True))
-    return Environment(spec.name, str(python), spec.requirements, dict(data["installed"]), str(path))
+    manifest.unlink(missing_ok=True)  # a reinstall killed half-way must not pass for any run's source
+    _run(spec, installer.install(python, ["--no-deps", "--force-reinstall", str(source)]), installer,
+         what=f"install adcompare from {source}")
+    installed = json.loads(_run(spec, [str(python), "-c", _INSTALLED], installer, what="list its packages"))
+    data = {"requirements": list(spec.requirements), "adcompare_source": digest, "installed": installed}
+    written = manifest.with_name(MANIFEST + ".partial")
+    written.write_text(json.dumps(data, indent=1, sort_keys=True))
+    written.replace(manifest)  # whole or absent, even when killed while writing
 
 
 def describe(spec: EnvironmentSpec) -> str:
@@ -329,15 +389,6 @@ def existing(spec: EnvironmentSpec) -> Environment:
     installed = json.loads(_run(spec, [spec.python, "-c", _INSTALLED], Installer(None),
                                 what=f"run {spec.python}", fix="name a Python interpreter after @"))
     return Environment(spec.name, spec.python, (), installed, "")
-
-
-def build_all(specs: Sequence[EnvironmentSpec], *, say: Callable[[str], None] = lambda line: None
-              ) -> dict[str, Environment]:
-    """Every environment of a run, `current` always among them (adapters no `--env` pins run there)."""
-    built = {CURRENT: current()}
-    for spec in specs:
-        built[spec.name] = build(spec, say=say)
-    return built
 
 
 def stamp(m: Measurement, machines: dict[str, Machine]) -> Measurement:
