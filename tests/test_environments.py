@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -216,3 +218,12 @@ def test_uv_builds_an_isolated_environment_without_downloading_python(tmp_path):
     cfg = (Path(env.path) / "pyvenv.cfg").read_text()
     assert "uv = " in cfg  # built by uv, from this interpreter's Python, not one uv fetched
     assert f"home = {Path(environments._base_interpreter()).parent}" in cfg
+
+
+def test_installer_commands_ignore_python_files_in_the_temporary_directory(tmp_path, monkeypatch):
+    """`python -m pip` and `python -c` import from their working directory first: a stray json.py (or re.py, as
+    in the shared /tmp of a CI runner) there must not shadow the environment's modules."""
+    (tmp_path / "json.py").write_text("raise SystemExit('the stray json.py was imported')\n")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    env = environments.existing(EnvironmentSpec("base", python=sys.executable))
+    assert "numpy" in {k.lower() for k in env.installed}

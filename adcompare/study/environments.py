@@ -368,8 +368,10 @@ def describe(spec: EnvironmentSpec) -> str:
 def _run(spec: EnvironmentSpec, cmd: list[str], installer: Installer, *, what: str,
          fix: str = "") -> str:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600,
-                              cwd=tempfile.gettempdir())  # not a source tree: its packages would shadow the env's
+        # An empty directory: `python -m pip` and `-c` import from their working directory first, so a source
+        # tree's packages, or any stray re.py in the shared /tmp, would shadow the environment's own modules
+        with tempfile.TemporaryDirectory(prefix="adcompare-env-") as empty:
+            done = subprocess.run(cmd, capture_output=True, text=True, env=installer.environ, timeout=3600, cwd=empty)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentSetupError(f"--env {spec.name!r}: cannot {what}: {exc}") from exc
     if done.returncode != 0:
