@@ -191,3 +191,35 @@ def test_a_waiting_run_says_why_and_ctrl_c_ends_it_with_exit_130(tmp_path):
     said = check.communicate(timeout=SAFETY_S)[0]
     assert check.returncode == 130 and "Traceback" not in said
     _let_go(user)
+
+
+USE = """
+import pathlib, sys
+from adcompare.study import environments
+from adcompare.study.environments import EnvironmentSpec
+
+specs = [EnvironmentSpec.parse(text) for text in sys.argv[2:]]
+with environments.in_use(specs, root=pathlib.Path(sys.argv[1]), say=lambda line: print(line, flush=True)):
+    print("ready", flush=True)
+"""
+
+
+def test_a_run_locks_its_environments_in_one_order_whatever_the_order_of_its_options(tmp_path):
+    """Two runs never wait on each other across environments: each locks in key order, so none holds a later
+    environment while it waits for an earlier one (here: the later one stays free while the run waits)."""
+    root = tmp_path / "envs"
+    digest = environments.source_digest(environments.adcompare_source())
+    specs = sorted([EnvironmentSpec("a", ("autograd==1.8.0",)), EnvironmentSpec("b", ("autograd==1.9.1",))],
+                   key=environments.environment_key)
+    first, later = (_cached(root, spec, digest) for spec in specs)
+    builder = _holder(lock_path(first), "exclusive", tmp_path / "builder-released", tmp_path / "unused")
+    assert _line(builder) == "held, other released: False"
+    options = [f"{spec.name}={spec.requirements[0]}" for spec in reversed(specs)]  # the later one named first
+    run = subprocess.Popen([sys.executable, "-c", USE, str(root), *options], stdout=subprocess.PIPE, text=True,
+                           cwd="/")
+    assert _line(run) == (f"waiting for another adcompare run to finish building environment {specs[0].name!r} "
+                          f"({first}) or reinstalling adcompare into it")
+    assert not _held_by_someone(lock_path(later), exclusive=True)  # not taken before the first one
+    _let_go(builder)
+    assert _line(run) == "ready"
+    assert run.wait(SAFETY_S) == 0
