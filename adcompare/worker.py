@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from adcompare.model.measurement import Measurement
@@ -30,7 +31,7 @@ from adcompare.model.operators import data_parallel
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
 from adcompare.run.in_process import ExecutionOptions, describe_exception, run_cell
-from adcompare.run.protocol import CellRecord, Request, WorkerInfo, send
+from adcompare.run.protocol import CellRecord, Go, Request, Turn, WorkerInfo, send
 from adcompare.verify.input_sources import with_inputs
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -58,6 +59,16 @@ def _devices_present(adapter, device: str) -> str:
     if device == "cpu":
         return f"{most} host device{'s' if most != 1 else ''}, no emulation (this machine's {os.cpu_count()} cores)"
     return f"{most} {device} device{'s' if most != 1 else ''} present"
+
+
+def pacer(out, requests) -> Callable[[bool], bool]:
+    """timing.measure's `pace` for a paced request: ask the parent (a `Turn` on the result pipe) and wait for its
+    `Go` on stdin; a closed stdin (the parent is gone) stops the timing."""
+    def pace(done: bool) -> bool:
+        send(out, Turn(done))
+        answer = requests.readline()
+        return bool(answer.strip()) and Go.from_json(json.loads(answer)).go
+    return pace
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         if unavailable:
             send(out, CellRecord(Measurement(cell, Status.UNSUPPORTED, unavailable)))
             continue
-        options = ExecutionOptions(time=request.time, policy=request.policy)
+        options = ExecutionOptions(time=request.time, policy=request.policy,
+                                   pace=pacer(out, sys.stdin) if request.paced else None)
         # A framework's modules (and those it imports lazily on a first compile) are hundreds of thousands of
         # long-lived objects: the full collection before each cell (execution.run_cell) walked them all again,
         # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives now is frozen, so that

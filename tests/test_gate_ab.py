@@ -126,8 +126,8 @@ def _interpreter(path: Path, env: dict[str, str]) -> str:
 
 def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tmp_path, capsys, monkeypatch):
     """A real run: base and a candidate whose torch eager grad at n = 100 costs 4× the CPU time (the slowdown
-    plugin, in the candidate's interpreter only). The cells of both environments are timed in turn (round 2, the
-    last, in reverse: the file's order shows it), and `compare RUN` flags the slowed cell on paired rounds."""
+    plugin, in the candidate's interpreter only). The cells of both environments are timed in lockstep (round 2,
+    the last, in reverse: the file's order shows it), and `compare RUN` flags the slowed cell on paired rounds."""
     monkeypatch.delenv("ADCOMPARE_GATE_SLOWDOWN", raising=False)
     base = _interpreter(tmp_path / "base.sh", {})
     slow = _interpreter(tmp_path / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": "3",
@@ -141,6 +141,9 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     # Round 2 goes through the groups and their cells in reverse: new before base, n100 before n10, in turn.
     assert order == [("n100", "new"), ("n100", "base"), ("n10", "new"), ("n10", "base")]
     assert [w["environment"] for w in results.workers] == ["base", "new", "new", "base"]
+    for size in ("n10", "n100"):  # each cell's sides timed block for block (lockstep.py): as many blocks a side
+        sides = [m for m in results.measurements if m.cell.size == size]
+        assert len({len(m.measured.samples) for m in sides}) == 1 and sides[0].details["lockstep_blocks"] >= 7
     capsys.readouterr()
     assert main(["compare", str(out), "--fail-above", "10", "--json"]) == 1
     captured = capsys.readouterr()

@@ -45,3 +45,26 @@ def test_without_precision_the_floor_of_seven_blocks_outlasts_max_time():
     policy = TimingPolicy(warmup_time=0.0, block_time=0.0, min_time=0.0, max_time=0.0, precision=0.0)
     timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy)
     assert len(timing.samples) == 7
+
+
+def test_a_paced_cell_times_a_block_per_go_and_says_when_its_own_rule_is_done():
+    """Paced (lockstep.py): each block waits for a go; `done` turns true where the unpaced rule would stop (7 blocks
+    here, precision met at once), and the cell goes on timing while told to, and stops when told to."""
+    policy = TimingPolicy(warmup_time=0.0, block_time=0.001, min_time=60.0, max_time=120.0, precision=1e6)
+    asked: list[bool] = []
+
+    def pace(done: bool) -> bool:
+        asked.append(done)
+        return len(asked) <= 10
+
+    timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy, pace=pace)
+    assert len(timing.samples) == len(timing.cpu_samples) == 10
+    assert asked == [False] * 7 + [True] * 4  # asked before each block, and once more to hear "stop"
+
+
+def test_a_paced_cell_stops_when_told_even_before_its_rule_is_done():
+    policy = TimingPolicy(warmup_time=0.0, block_time=0.001, min_time=60.0, max_time=120.0, precision=0.0)
+    answers = iter([True, True, True, False])
+    timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy,
+                     pace=lambda done: next(answers))
+    assert len(timing.samples) == 3

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -35,6 +35,7 @@ from adcompare.verify.reference import ReferenceError
 class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
     policy: TimingPolicy = TimingPolicy()
+    pace: Callable[[bool], bool] | None = None  # asked before each timed block (timing.measure, lockstep.py)
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     if options.time:
         try:
             measured = timing.measure(prepared, adapter.sync, first, compiled=bool(adapter.compiled_from(cell.variant)),
-                                      policy=options.policy)
+                                      policy=options.policy, pace=options.pace)
         except Exception as exc:
             release(prepared)
             return measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,

@@ -1,10 +1,13 @@
 """The parent↔worker protocol: every message between runner.py's parent and a worker process, in one place.
 
 One JSON object per line. The parent writes a `Request` per cell on the worker's stdin; the worker writes on its
-result pipe (`--result-fd`) first a `WorkerInfo`, then one `CellRecord` per request. worker.py is the worker's
-side, worker_handle.py the parent's. A worker in another environment (environments.py) runs that environment's
-adcompare, so each side reads what it knows and keeps the rest: a request carries only the timing settings that
-differ from `TimingPolicy()`, and a worker record's unknown fields travel on in `WorkerInfo.extra`.
+result pipe (`--result-fd`) first a `WorkerInfo`, then one `CellRecord` per request. A `paced` request (the same
+cell in several environments, lockstep.py) has the worker ask before each timed block: it writes a `Turn` and
+waits for a `Go` line on stdin, so the parent can alternate the blocks of the cell's environments.
+worker.py is the worker's side, worker_handle.py the parent's. A worker in another environment (environments.py)
+runs that environment's adcompare, so each side reads what it knows and keeps the rest: a request carries only the
+timing settings that differ from `TimingPolicy()`, and a worker record's unknown fields travel on in
+`WorkerInfo.extra`.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from adcompare.model.timing_policy import TimingPolicy
 
 WORKER = "worker"  # the "record" field of the first record
 CELL = "cell"  # the "record" field of each measurement
+TURN = "turn"  # the "record" field of a paced worker's question before a timed block
 # A cell's details key: why its worker exited after it (see Adapter.unusable_after_failure).
 RESTART = "worker_restarted"
 _DEFAULT_POLICY = TimingPolicy()
@@ -25,19 +29,53 @@ _DEFAULT_POLICY = TimingPolicy()
 
 @dataclass(frozen=True)
 class Request:
-    """Parent → worker: run one cell, timed or checked only, under a timing policy."""
+    """Parent → worker: run one cell, timed or checked only, under a timing policy; `paced`: ask (`Turn`) before
+    each timed block. A worker that does not know `paced` (an older adcompare in another environment) ignores it
+    and times the cell unpaced, which the parent accepts."""
 
     cell: Cell
     time: bool = True
     policy: TimingPolicy = _DEFAULT_POLICY
+    paced: bool = False
 
     def to_json(self) -> dict[str, Any]:
         changed = {k: v for k, v in asdict(self.policy).items() if v != getattr(_DEFAULT_POLICY, k)}
-        return {"cell": self.cell.to_json(), "time": self.time, "policy": changed}
+        paced = {"paced": True} if self.paced else {}  # unpaced requests read as they did before
+        return {"cell": self.cell.to_json(), "time": self.time, "policy": changed, **paced}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Request":
-        return cls(Cell.from_json(data["cell"]), data.get("time", True), TimingPolicy(**data.get("policy", {})))
+        return cls(Cell.from_json(data["cell"]), data.get("time", True), TimingPolicy(**data.get("policy", {})),
+                   bool(data.get("paced", False)))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Worker → parent, before each timed block of a paced request: `done` when the worker's own timing rule
+    (timing.py) would stop here. The parent answers with a `Go`."""
+
+    done: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": TURN, "done": self.done}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Turn":
+        return cls(bool(data["done"]))
+
+
+@dataclass(frozen=True)
+class Go:
+    """Parent → worker, the answer to a `Turn`: time one more block (`go`), or stop timing and send the record."""
+
+    go: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"go": self.go}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Go":
+        return cls(bool(data.get("go", False)))
 
 
 @dataclass(frozen=True)
@@ -93,11 +131,14 @@ class CellRecord:
         return cls(measurement, measurement.details.get(RESTART))
 
 
-def line(message: Request | WorkerInfo | CellRecord) -> str:
+Message = Request | WorkerInfo | CellRecord | Turn | Go
+
+
+def line(message: Message) -> str:
     """One message as the protocol's line of JSON."""
     return json.dumps(message.to_json()) + "\n"
 
 
-def send(stream: TextIO, message: Request | WorkerInfo | CellRecord) -> None:
+def send(stream: TextIO, message: Message) -> None:
     stream.write(line(message))
     stream.flush()

@@ -5,8 +5,9 @@ Workers run one at a time (they share the cores). After a timeout at one size, t
 `Cell.family` are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run
 resumes. With `RunOptions.rounds` > 1 every group runs once per round in fresh workers, and a timed cell is
 appended once, after its last round (rounds.py). The same group in several environments (`--env`) runs with one
-worker per environment, cell by cell in turn, so each cell's environments are timed seconds apart under one load
-(the A/B gate, comparison.py). The parent↔worker messages are in protocol.py.
+worker per environment, cell by cell, each cell's environments timed in lockstep — their timed blocks alternate
+(lockstep.py) — so both sides of a cell see the same moments of the machine's load (the A/B gate,
+comparison.py). The parent↔worker messages are in protocol.py.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.registry import Registry
+from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.worker_handle import WorkerProcess
 from adcompare.study.budget import left_out
@@ -86,31 +88,20 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
     for cells in groups.values():
         bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
     for bundle in bundles.values():
-        with ExitStack() as workers:
-            runs = []
+        with ExitStack() as stack:
+            workers = []
             for cells in bundle:
                 first = cells[0]
-                worker = workers.enter_context(WorkerProcess(
+                workers.append(stack.enter_context(WorkerProcess(
                     first.adapter, first.dtype, first.device, options.threads, registry.plugins, cache_dir,
                     interpreter=options.interpreters.get(first.environment), inputs=registry.inputs,
-                    seed=registry.seed, devices=first.devices))
-                runs.append(_run_group(worker, cells, options, on_worker, progress))
+                    seed=registry.seed, devices=first.devices)))
             adapter = registry.adapters.get(bundle[0][0].adapter)
-            for m in _in_turn(runs):
+            measured = (_run_group(workers[0], bundle[0], options, on_worker, progress) if len(bundle) == 1
+                        else _run_environments(workers, bundle, options, on_worker, progress))
+            for m in measured:
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report
                     m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
-                yield m
-
-
-def _in_turn(runs: Sequence[Iterator[Measurement]]) -> Iterable[Measurement]:
-    """One measurement from each run in turn until all are done (a single run: its measurements in order)."""
-    active = list(runs)
-    while active:
-        for run_ in list(active):
-            m = next(run_, None)
-            if m is None:
-                active.remove(run_)
-            else:
                 yield m
 
 
@@ -140,26 +131,78 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
     timed_out: dict[tuple[str, ...], str] = {}
     for cell in cells:
         progress(cell, None)
-        if cell.family in timed_out:
-            m = Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]} timed out")
-        elif options.deadline is not None and time.monotonic() >= options.deadline:
-            m = left_out(cell, options.budget, "the time budget was spent before this cell started")
-        else:
+        m = _left_out(cell, timed_out, options)
+        if m is None:
             started, began = worker.starts, time.perf_counter()
             try:
                 m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
             except RuntimeError as exc:  # the worker failed to start
                 m = Measurement(cell, Status.CRASHED, str(exc))
-            wall = time.perf_counter() - began
-            if worker.starts != started and worker.info is not None:
-                info = worker.info.to_json()
-                on_worker({**info, "environment": cell.environment} if cell.environment != CURRENT else info)
-                wall -= worker.info.startup_seconds
-            if worker.info is not None and not m.versions:
-                m = replace(m, versions=dict(worker.info.versions))
-            # The cell's own wall time, worker start-up excluded: what estimate.py learns from on this machine.
-            m = replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})
-            if m.status is Status.TIMEOUT:
-                timed_out[cell.family] = cell.size
+            m = _recorded(worker, m, time.perf_counter() - began, started, on_worker, timed_out)
         yield m
         progress(cell, m)
+
+
+def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequence[Cell]], options: RunOptions,
+                      on_worker: Callable[[dict], None],
+                      progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
+    """One worker group in several environments (`bundle[i]`: its cells in `workers[i]`'s), cell by cell: each
+    cell's environments timed in lockstep (lockstep.py), or one after the other when checking only."""
+    timed_out: list[dict[tuple[str, ...], str]] = [{} for _ in workers]
+    sides_of: dict[tuple, dict[int, Cell]] = defaultdict(dict)  # a cell across environments → side → its cell
+    for side, cells in enumerate(bundle):
+        for cell in cells:
+            sides_of[cell.across_environments][side] = cell
+    for sides in sides_of.values():
+        results: dict[int, Measurement] = {}
+        for side, cell in sides.items():
+            progress(cell, None)
+            left = _left_out(cell, timed_out[side], options)
+            if left is not None:
+                results[side] = left
+        ready = [side for side in sides if side not in results]
+        started = {side: workers[side].starts for side in ready}
+        if options.time_it and len(ready) > 1:
+            timed = run_in_lockstep([workers[s] for s in ready], [sides[s] for s in ready],
+                                    timeout=options.timeout, policy=options.policy)
+        else:
+            timed = []
+            for side in ready:
+                began = time.perf_counter()
+                try:
+                    m = workers[side].run(sides[side], timeout=options.timeout, time_it=options.time_it,
+                                          policy=options.policy)
+                except RuntimeError as exc:  # the worker failed to start
+                    m = Measurement(sides[side], Status.CRASHED, str(exc))
+                timed.append((m, time.perf_counter() - began))
+        for side, (m, wall) in zip(ready, timed):
+            results[side] = _recorded(workers[side], m, wall, started[side], on_worker, timed_out[side])
+        for side in sorted(results):
+            yield results[side]
+            progress(sides[side], results[side])
+
+
+def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: RunOptions) -> Measurement | None:
+    """The record of a cell that does not run: a smaller size of its family timed out, or the budget is spent."""
+    if cell.family in timed_out:
+        return Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]} timed out")
+    if options.deadline is not None and time.monotonic() >= options.deadline:
+        return left_out(cell, options.budget, "the time budget was spent before this cell started")
+    return None
+
+
+def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, on_worker: Callable[[dict], None],
+              timed_out: dict[tuple[str, ...], str]) -> Measurement:
+    """A cell's measurement as recorded: the worker's versions, and the cell's own wall time, worker start-up
+    excluded (what estimate.py learns from on this machine); a worker started for it is reported first, and a
+    timeout is noted in `timed_out` (the larger sizes of its family are skipped)."""
+    if worker.starts != started and worker.info is not None:
+        info = worker.info.to_json()
+        environment = m.cell.environment
+        on_worker({**info, "environment": environment} if environment != CURRENT else info)
+        wall -= worker.info.startup_seconds
+    if worker.info is not None and not m.versions:
+        m = replace(m, versions=dict(worker.info.versions))
+    if m.status is Status.TIMEOUT:
+        timed_out[m.cell.family] = m.cell.size
+    return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})

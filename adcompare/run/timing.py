@@ -13,6 +13,10 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 5. early stop: once at least `min_samples` blocks exist and the median's distribution-free 95 % interval (order
    statistics of the samples, binomial ranks) lies within ±`precision` of the median, the cell stops before
    `min_time`: more blocks would not change what the report says, and the quick suite needs the time for sizes.
+6. paced (`pace` given: the same cell timed in several environments at once, lockstep.py): before each block the
+   worker asks `pace(done)`, `done` saying whether rule 4 or 5 would stop here, and times the block only when told
+   to go; so it may time more blocks than its own rule asks (its partner is not done yet), and it stops when told
+   to (the hard limit still stops it on its own).
 Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
 not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
@@ -74,8 +78,9 @@ def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, fl
 
 
 def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, *,
-            compiled: bool, policy: TimingPolicy = TimingPolicy()) -> Timing:
-    """Steady-state timing after a first call that the caller already made (and checked)."""
+            compiled: bool, policy: TimingPolicy = TimingPolicy(),
+            pace: Callable[[bool], bool] | None = None) -> Timing:
+    """Steady-state timing after a first call that the caller already made (and checked); `pace`: rule 6 above."""
     run = prepared.run
     began = time.perf_counter()
 
@@ -101,8 +106,10 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
 
     samples: list[float] = []
     del cpu_samples[:]  # warm-up blocks are not samples
-    spent = 0.0
+    spent, done = 0.0, False
     while True:
+        if pace is not None and not pace(done):
+            break
         elapsed = block(number)
         spent += elapsed
         samples.append(elapsed / number)
@@ -111,7 +118,8 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             number = max(1, int(number * policy.block_time / elapsed))
         enough = spent >= policy.min_time and len(samples) >= policy.min_samples
         full = len(samples) >= policy.min_samples
-        if enough or (spent >= policy.max_time and full) or spent >= policy.hard_limit or precise(samples, policy):
+        done = enough or (spent >= policy.max_time and full) or precise(samples, policy)
+        if spent >= policy.hard_limit or (done and pace is None):
             break
     timing = Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
                     warmup_calls=calls)

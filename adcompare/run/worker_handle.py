@@ -22,7 +22,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
-from adcompare.run.protocol import WORKER, CellRecord, Request, WorkerInfo, line
+from adcompare.run.protocol import TURN, WORKER, CellRecord, Go, Request, Turn, WorkerInfo, line
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
@@ -161,16 +161,40 @@ class WorkerProcess:
 
     def run(self, cell: Cell, *, timeout: float, time_it: bool = True,
             policy: TimingPolicy = TimingPolicy()) -> Measurement:
+        self.submit(Request(cell, time_it, policy))
+        answer = self.answer(cell, timeout, timeout)
+        if isinstance(answer, Turn):  # only a paced request is answered with turns
+            self.kill()
+            return Measurement(cell, Status.FAILED, "adcompare: the worker paced an unpaced request")
+        return answer
+
+    def submit(self, request: Request) -> None:
+        """Send one request (starting the worker first if it is not running); `answer` reads what comes back."""
         if not self.alive:
             self.start()
         assert self._proc is not None and self._proc.stdin is not None, "start() leaves a worker with a stdin pipe"
+        self._write(line(request))
+
+    def go(self, on: bool) -> None:
+        """Answer a paced worker's `Turn`: time one more block, or stop and send the cell's record."""
+        self._write(line(Go(on)))
+
+    def _write(self, text: str) -> None:
+        assert self._proc is not None and self._proc.stdin is not None, "written only to a started worker"
         try:
-            self._proc.stdin.write(line(Request(cell, time_it, policy)).encode())
+            self._proc.stdin.write(text.encode())
             self._proc.stdin.flush()
         except BrokenPipeError:
-            pass
-        record = self._read(timeout)
+            pass  # it died: the next read says how
+
+    def answer(self, cell: Cell, wait: float, timeout: float) -> Measurement | Turn:
+        """The worker's next record for `cell` — a `Turn` (paced requests only) or the cell's measurement — or,
+        when nothing comes within `wait` seconds, the cell's `timeout` record (the worker is killed; `timeout` is
+        the cell timeout the message names), or its `crashed` record when the worker died."""
+        record = self._read(max(wait, 0.0))
         if record is not None:
+            if record.get("record") == TURN:
+                return Turn.from_json(record)
             answer = CellRecord.from_json(record)
             if answer.restart:
                 self.close()  # the worker exits after this record; the next cell starts a fresh one
