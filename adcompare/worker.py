@@ -61,11 +61,11 @@ def _devices_present(adapter, device: str) -> str:
     return f"{most} {device} device{'s' if most != 1 else ''} present"
 
 
-def pacer(out, requests) -> Callable[[bool], bool]:
+def pacer(out, requests) -> Callable[[bool, float | None, float | None, float], bool]:
     """timing.measure's `pace` for a paced request: ask the parent (a `Turn` on the result pipe) and wait for its
     `Go` on stdin; a closed stdin (the parent is gone) stops the timing."""
-    def pace(done: bool) -> bool:
-        send(out, Turn(done))
+    def pace(done: bool, wall: float | None, cpu: float | None, spent: float) -> bool:
+        send(out, Turn(done, wall, cpu, spent))
         answer = requests.readline()
         return bool(answer.strip()) and Go.from_json(json.loads(answer)).go
     return pace

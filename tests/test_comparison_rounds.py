@@ -163,6 +163,7 @@ def test_merge_rounds_keeps_every_block_and_each_round_median():
     assert merged.timing.samples == (3.0, 1.0, 2.0, 5.0, 4.0, 6.0, 7.0, 0.5, 0.7, 0.6)
     assert merged.timing.rounds == (2.0, 5.5, 0.6) and merged.timing.round_minima == (1.0, 4.0, 0.5)
     assert merged.timing.round_cpu == (1.0, 2.75, 0.3) and len(merged.timing.cpu_samples) == 10
+    assert merged.timing.round_blocks == (3, 4, 3)
     assert merged.timing.first_call == rounds[0].timing.first_call and merged.check == rounds[0].check
     assert merged.details["rounds"] == 3 and merged.details["wall_seconds"] == 1.0
     assert merged.details["wall_seconds_all_rounds"] == pytest.approx(4.5)
@@ -170,7 +171,9 @@ def test_merge_rounds_keeps_every_block_and_each_round_median():
     assert back == merged.timing
     old = merged.timing.to_json()
     del old["rounds"], old["round_minima"], old["round_cpu"], old["cpu_samples"]  # written before rounds existed
+    del old["round_blocks"]
     assert Timing.from_json(old).rounds == () and Timing.from_json(old).round_minima == ()
+    assert Timing.from_json(old).round_blocks == ()
 
 
 def test_a_round_that_fails_makes_the_record_that_failure():

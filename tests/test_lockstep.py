@@ -1,12 +1,14 @@
 """lockstep.py: one cell in several workers, their timed blocks handed out in turn (the A/B gate's pairing)."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from adcompare.model.cell import Cell
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
-from adcompare.run.lockstep import LOCKSTEP_BLOCKS, run_in_lockstep
+from adcompare.run.lockstep import LOCKSTEP_BLOCKS, PAIRED_MAX_TIME, PAIRED_PRECISION, run_in_lockstep
+from adcompare.run.timing import median_interval
 from adcompare.run.worker_handle import WorkerProcess
 
 QUICK = TimingPolicy(warmup_time=0.01, block_time=0.002, min_time=0.03, max_time=0.3, hard_limit=5.0)
@@ -23,6 +25,11 @@ def test_two_workers_time_one_cell_block_for_block_and_a_side_that_cannot_run_le
         assert blocks == second.details[LOCKSTEP_BLOCKS] >= QUICK.min_samples
         assert len(first.measured.samples) == len(second.measured.samples) == blocks
         assert 0 < busy_a < 300 and 0 < busy_b < 300
+        # They stopped once the median block ratio was known to ±3 % (95 %), or a side's blocks took a second.
+        ratios = [math.log(b / a) for a, b in zip(first.measured.cpu_samples, second.measured.cpu_samples)]
+        low, high = median_interval(ratios)
+        spent = [sum(m.measured.samples) * m.measured.number for m in (first, second)]  # ≈ their blocks' time
+        assert high - low <= 2 * PAIRED_PRECISION or min(spent) >= 0.5 * PAIRED_MAX_TIME
         # One side refused before any block (torch's classic autograd declares no nested AD): the other times
         # alone, as many blocks as its own rule asks, and the workers stay usable.
         refused = replace(CELL, problem="saddle", size="n2", operator="nested_rr", variant="eager-autograd")

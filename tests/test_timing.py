@@ -1,6 +1,9 @@
 """timing.py's stopping rules: the early stop on a precise median, the ≥ 7-block floor, the median interval."""
 from __future__ import annotations
 
+import itertools
+import time
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -51,20 +54,41 @@ def test_a_paced_cell_times_a_block_per_go_and_says_when_its_own_rule_is_done():
     """Paced (lockstep.py): each block waits for a go; `done` turns true where the unpaced rule would stop (7 blocks
     here, precision met at once), and the cell goes on timing while told to, and stops when told to."""
     policy = TimingPolicy(warmup_time=0.0, block_time=0.001, min_time=60.0, max_time=120.0, precision=1e6)
-    asked: list[bool] = []
+    asked: list[tuple] = []
 
-    def pace(done: bool) -> bool:
-        asked.append(done)
+    def pace(done: bool, wall: float | None, cpu: float | None, spent: float) -> bool:
+        asked.append((done, wall, cpu, spent))
         return len(asked) <= 10
 
     timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy, pace=pace)
     assert len(timing.samples) == len(timing.cpu_samples) == 10
-    assert asked == [False] * 7 + [True] * 4  # asked before each block, and once more to hear "stop"
+    assert [a[0] for a in asked] == [False] * 7 + [True] * 4  # asked before each block, once more to hear "stop"
+    # Each turn after the first reports the block just timed, and the seconds the blocks took so far.
+    assert asked[0][1:] == (None, None, 0.0)
+    assert [a[1] for a in asked[1:]] == list(timing.samples) and [a[2] for a in asked[1:]] == list(timing.cpu_samples)
+    spent = [a[3] for a in asked[1:]]
+    assert spent == sorted(spent) and spent[-1] == pytest.approx(sum(timing.samples) * timing.number, rel=0.5)
 
 
 def test_a_paced_cell_stops_when_told_even_before_its_rule_is_done():
     policy = TimingPolicy(warmup_time=0.0, block_time=0.001, min_time=60.0, max_time=120.0, precision=0.0)
     answers = iter([True, True, True, False])
     timing = measure(Prepared(_work), lambda out: None, 0.0, compiled=False, policy=policy,
-                     pace=lambda done: next(answers))
+                     pace=lambda *turn: next(answers))
     assert len(timing.samples) == 3
+
+
+def test_blocks_grow_to_their_length_when_the_warm_up_calls_were_slower_than_steady_state():
+    """Warm-up calls of 20 ms calibrate one call a block; a cell that then runs in µs would be timed in blocks of
+    one call (timer overhead and a cold start in every sample, thousands of blocks): `number` grows instead."""
+    calls = itertools.count()
+
+    def run():
+        if next(calls) < 3:  # the two warm-up calls and the first timed one
+            time.sleep(0.02)
+        return _work()
+
+    policy = TimingPolicy(warmup_time=0.0, block_time=0.01, min_time=0.2, max_time=1.0, precision=0.0)
+    timing = measure(Prepared(run), lambda out: None, 0.0, compiled=False, policy=policy)
+    assert timing.warmup_calls == 2 and timing.number > 10
+    assert len(timing.samples) < 100  # blocks of about block_time, not of one call

@@ -74,6 +74,9 @@ class Timing:
     # median of them. Empty in files written before they were recorded.
     cpu_samples: tuple[float, ...] = ()
     round_cpu: tuple[float, ...] = ()
+    # With rounds: how many of `samples` each round timed, in order (what lets compare pair the blocks of two
+    # environments timed in lockstep, lockstep.py). Empty in files written before it was recorded.
+    round_blocks: tuple[int, ...] = ()
 
     # Computed once, without NumPy: the report reads these ~10 times per cell for 10⁴ cells, and NumPy's median
     # costs ~50 µs on a short tuple. The values are np.median's and np.percentile's (tests/test_results.py).
@@ -110,6 +113,7 @@ class Timing:
         data["round_minima"] = list(self.round_minima)
         data["cpu_samples"] = list(self.cpu_samples)
         data["round_cpu"] = list(self.round_cpu)
+        data["round_blocks"] = list(self.round_blocks)
         data.update(median=self.median, iqr=self.iqr, min=self.min)
         return data
 
@@ -122,6 +126,7 @@ class Timing:
         kept["round_minima"] = tuple(kept.get("round_minima") or ())
         kept["cpu_samples"] = tuple(kept.get("cpu_samples") or ())
         kept["round_cpu"] = tuple(kept.get("round_cpu") or ())
+        kept["round_blocks"] = tuple(int(n) for n in kept.get("round_blocks") or ())
         return cls(**kept)
 
 

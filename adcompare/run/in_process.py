@@ -35,7 +35,8 @@ from adcompare.verify.reference import ReferenceError
 class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
     policy: TimingPolicy = TimingPolicy()
-    pace: Callable[[bool], bool] | None = None  # asked before each timed block (timing.measure, lockstep.py)
+    # Asked before each timed block (timing.measure, lockstep.py): (done, last wall, last CPU, spent) → go on?
+    pace: Callable[[bool, float | None, float | None, float], bool] | None = None
 
 
 @dataclass(frozen=True)

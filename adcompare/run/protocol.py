@@ -52,16 +52,20 @@ class Request:
 @dataclass(frozen=True)
 class Turn:
     """Worker → parent, before each timed block of a paced request: `done` when the worker's own timing rule
-    (timing.py) would stop here. The parent answers with a `Go`."""
+    (timing.py) would stop here; the last block's seconds per call, wall and process CPU (None before the first
+    block), and the seconds its blocks took so far. The parent answers with a `Go`."""
 
     done: bool
+    wall: float | None = None
+    cpu: float | None = None
+    spent: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"record": TURN, "done": self.done}
+        return {"record": TURN, "done": self.done, "wall": self.wall, "cpu": self.cpu, "spent": self.spent}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Turn":
-        return cls(bool(data["done"]))
+        return cls(bool(data["done"]), data.get("wall"), data.get("cpu"), float(data.get("spent") or 0.0))
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ second — two honest 3-round runs of issue 23's selection on this 2-core machin
 round medians and 0.4–1.7× in fastest blocks — while CPU time leaves out the time the process was not running.
 
 A cell keeps one record in the results file: written when its last round finishes, with every round's blocks in
-`timing.samples` (and `timing.cpu_samples`), each round's median, fastest block and median CPU time in
-`timing.rounds`, `timing.round_minima` and `timing.round_cpu`, and first call, compile time and the derivative check
-from round 1 (later rounds repeat the check; a later round that fails makes the cell's record that failure).
+`timing.samples` (and `timing.cpu_samples`), each round's median, fastest block, median CPU time and block
+count in `timing.rounds`, `timing.round_minima`, `timing.round_cpu` and `timing.round_blocks`, and first call,
+compile time and the derivative check from round 1 (later rounds repeat the check; a later round that fails makes
+the cell's record that failure).
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def merge_rounds(rounds: Sequence[Measurement]) -> Measurement:
                     round_minima=tuple(float(min(t.samples)) for t in timings),
                     cpu_samples=tuple(s for t in timings for s in t.cpu_samples),
                     round_cpu=tuple(float(statistics.median(t.cpu_samples)) for t in timings)
-                    if all(t.cpu_samples for t in timings) else ())
+                    if all(t.cpu_samples for t in timings) else (),
+                    round_blocks=tuple(len(t.samples) for t in timings))
     walls = [m.details.get("wall_seconds", 0.0) for m in ok]
     details = {**first.details, "rounds": len(ok), "rounds_planned": total,
                "wall_seconds_all_rounds": round(sum(walls), 4)}  # wall_seconds stays round 1's: one pass's cost

@@ -5,18 +5,21 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 2. warm-up: calls until `warmup_time` has passed (at least two, or one that took over `max_time` ÷ 8), so caches
    and allocators settle;
 3. calibration: `number` calls per block so a block lasts about `block_time` — timer overhead (~0.1 µs) is then
-   negligible even for µs-scale cells;
+   negligible even for µs-scale cells — taken from the fastest warm-up call (one preempted call would otherwise
+   make every block a few calls long);
 4. blocks until `min_time` has passed and at least `min_samples` blocks exist, or `max_time` is spent with at
    least `min_samples` blocks (the rank test needs them), or `hard_limit` is spent;
-   each block yields one per-call sample (block time ÷ number), and a block ten times longer than planned
-   shrinks `number` for the rest. The sync is inside every call.
+   each block yields one per-call sample (block time ÷ number); a block ten times longer than planned shrinks
+   `number` for the rest, one shorter than a quarter of it grows `number`. The sync is inside every call.
 5. early stop: once at least `min_samples` blocks exist and the median's distribution-free 95 % interval (order
    statistics of the samples, binomial ranks) lies within ±`precision` of the median, the cell stops before
    `min_time`: more blocks would not change what the report says, and the quick suite needs the time for sizes.
 6. paced (`pace` given: the same cell timed in several environments at once, lockstep.py): before each block the
-   worker asks `pace(done)`, `done` saying whether rule 4 or 5 would stop here, and times the block only when told
-   to go; so it may time more blocks than its own rule asks (its partner is not done yet), and it stops when told
-   to (the hard limit still stops it on its own).
+   worker asks `pace(done, wall, cpu, spent)` — `done` saying whether rule 4 or 5 would stop here, then the last
+   block's seconds per call (wall and CPU; None before the first) and the seconds its blocks took so far — and
+   times the block only when told to go; so it may time more blocks than its own rule asks (the pairing is not
+   precise yet), and it stops when told to (the hard limit still stops it on its own). The first go also covers
+   the warm-up, so a side is warm when its blocks start, not cooled by its partner's compile.
 Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
 not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
@@ -77,9 +80,13 @@ def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, fl
     return out, time.perf_counter() - start
 
 
+def _calls_per_block(per_call: float, policy: TimingPolicy) -> int:
+    return int(min(policy.max_number, max(1, math.ceil(policy.block_time / max(per_call, 1e-9)))))
+
+
 def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, *,
             compiled: bool, policy: TimingPolicy = TimingPolicy(),
-            pace: Callable[[bool], bool] | None = None) -> Timing:
+            pace: Callable[[bool, float | None, float | None, float], bool] | None = None) -> Timing:
     """Steady-state timing after a first call that the caller already made (and checked); `pace`: rule 6 above."""
     run = prepared.run
     began = time.perf_counter()
@@ -94,21 +101,24 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         cpu_samples.append((time.process_time() - cpu) / number)
         return elapsed
 
-    warm, calls = 0.0, 0
+    # The first go covers the warm-up and the first block; none means the parent is gone: time unpaced.
+    if pace is not None and not pace(False, None, None, 0.0):
+        pace = None
+    warm, calls, fastest = 0.0, 0, math.inf
     while calls < 2 or warm < policy.warmup_time:
         elapsed = block(1)
         warm += elapsed
         calls += 1
+        fastest = min(fastest, elapsed)
         if warm > policy.max_time / 4 or elapsed > policy.max_time / 8:
             break
-    per_call = max(elapsed, 1e-9)
-    number = int(min(policy.max_number, max(1, math.ceil(policy.block_time / per_call))))
+    number = _calls_per_block(fastest, policy)
 
     samples: list[float] = []
     del cpu_samples[:]  # warm-up blocks are not samples
     spent, done = 0.0, False
     while True:
-        if pace is not None and not pace(done):
+        if pace is not None and samples and not pace(done, samples[-1], cpu_samples[-1], spent):
             break
         elapsed = block(number)
         spent += elapsed
@@ -116,6 +126,8 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         if number > 1 and elapsed > 10 * policy.block_time:
             # Calibration came from one fast warm-up call; resize so the remaining blocks keep to their length.
             number = max(1, int(number * policy.block_time / elapsed))
+        elif elapsed < policy.block_time / 4:  # warm-up calls slower than steady state: blocks too short to time
+            number = max(number, _calls_per_block(elapsed / number, policy))
         enough = spent >= policy.min_time and len(samples) >= policy.min_samples
         full = len(samples) >= policy.min_samples
         done = enough or (spent >= policy.max_time and full) or precise(samples, policy)
