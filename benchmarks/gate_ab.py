@@ -13,7 +13,9 @@ by every run, so all sides run the same code path):
    gate decides on): each target is caught when it offends; any other offending cell is a false alarm.
 Every run's wall time and the machine's load (`uptime`) before and after it go into summary.json beside the
 verdicts; the same pairs are also decided unpaired (between rounds, the two-file rule without the run's shift)
-to show what the pairing buys.
+to show what the pairing buys; and each honest run's record is decided again with every cell's candidate times
+multiplied by ×1.1…×1.5 (`injected`): how many cells a slowdown of that size would have been caught in, on the
+noise the run really had.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from adcompare.analysis.comparison import between_rounds, regressions
 from adcompare.analysis.environment_pairs import pair_environments
+from adcompare.model.measurement import Timing
 from adcompare.store.results import load
 
 HERE = Path(__file__).resolve().parent
@@ -102,6 +105,33 @@ def unpaired(path: Path, pct: float) -> list[str]:
     return [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(rows)]
 
 
+INJECTED = (1.1, 1.15, 1.2, 1.3, 1.5)  # slowdowns injected into every cell of an honest run's recorded candidate
+
+
+def scaled(timing: Timing, factor: float) -> Timing:
+    """The timing with every time multiplied by `factor`: what a slowdown by it would have recorded."""
+    return dataclasses.replace(timing, samples=tuple(x * factor for x in timing.samples),
+                               cpu_samples=tuple(x * factor for x in timing.cpu_samples),
+                               rounds=tuple(x * factor for x in timing.rounds),
+                               round_minima=tuple(x * factor for x in timing.round_minima),
+                               round_cpu=tuple(x * factor for x in timing.round_cpu))
+
+
+def injected(path: Path, pct: float) -> dict[str, str]:
+    """Power over every cell, on the noise an honest run really had: each cell's candidate times multiplied by
+    each INJECTED factor (all cells at once: the pooled noise is each cell's spread around its own mean, which a
+    factor does not move), decided as `compare RUN --fail-above PCT` decides; "caught/cells" per factor."""
+    results = load([path])
+    out = {}
+    for factor in INJECTED:
+        ms = tuple(dataclasses.replace(m, timing=scaled(m.timing, factor))
+                   if m.cell.environment != "base" and m.timing is not None else m for m in results.measurements)
+        rows = [p.timing for p in pair_environments(dataclasses.replace(results, measurements=ms),
+                                                     threshold=pct / 100) if p.timing is not None]
+        out[f"{factor:g}"] = f"{len(regressions(rows))}/{len(rows)}"
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="folder for the run files, wrappers and summary.json")
@@ -148,7 +178,7 @@ def main() -> None:
         if candidate == slow:
             summary["slowed"].append({**row, "caught": caught, "offending": offending})
         else:
-            summary["honest"].append({**row, "false_alarms": offending})
+            summary["honest"].append({**row, "false_alarms": offending, "injected": injected(path, args.fail_above)})
     summary_path.write_text(json.dumps(summary, indent=1))
 
     honest, slowed = summary["honest"], summary["slowed"]
@@ -158,6 +188,9 @@ def main() -> None:
           f"{sum(bool(h['unpaired_rule']) for h in honest)} runs, {sum(len(h['unpaired_rule']) for h in honest)} cells")
     for h in honest + slowed:
         print(f"    {h['run']}: exit {h['exit']} {h['false_alarms']}; {h['noise'].split('; ')[-1]}")
+    for h in honest:
+        print(f"  {h['run']}, every cell slowed in the record, caught: "
+              + ", ".join(f"×{f}: {c}" for f, c in h["injected"].items()))
     for key in targets:
         print(f"  {args.slowdown:.0%} slowdown of {key}: caught in {sum(s['caught'][key] for s in slowed)} of "
               f"{len(slowed)} runs")

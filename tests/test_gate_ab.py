@@ -58,6 +58,32 @@ def test_paired_rounds_against_a_direct_recomputation_and_the_load_cancels():
     assert unpaired.noise_model == BETWEEN_ROUNDS and not unpaired.significant
 
 
+def _blocks(cpu_rounds: list[list[float]]) -> Timing:
+    """A CPU cell timed in rounds of blocks (timed in lockstep with its partner): `cpu_rounds[r]` its blocks."""
+    flat = tuple(c for blocks in cpu_rounds for c in blocks)
+    medians = tuple(statistics.median(blocks) for blocks in cpu_rounds)
+    return Timing(flat, 10, 1e-3, rounds=medians, round_minima=tuple(min(b) for b in cpu_rounds),
+                  round_cpu=medians, cpu_samples=flat, round_blocks=tuple(len(b) for b in cpu_rounds))
+
+
+def test_blocks_timed_in_lockstep_are_paired_block_by_block():
+    """A load that comes and goes within a round (×1 to ×5 from one block to the next) falls on block i of both
+    sides alike, and a block slowed on one side only (round 2: the baseline's second, the candidate's third) is
+    one ratio of five: the round's value is the median of the block ratios, 1.2 in each round, where the ratio of
+    the round medians says 1.6 in round 2."""
+    base = [[1.0, 3.0, 1.0, 3.0, 3.0], [1.0, 0.5, 3.0, 4.0, 5.0], [1.0, 1.0, 3.0, 3.0, 3.0]]
+    cand = [[1.2, 3.6, 1.2, 3.6, 3.6], [1.2, 2.4, 10.0, 4.8, 6.0], [1.2, 1.2, 3.6, 3.6, 3.6]]
+    assert statistics.median(cand[1]) / statistics.median(base[1]) == pytest.approx(1.6)
+    d = paired_rounds(_blocks(base), _blocks(cand), 0.10)
+    assert isinstance(d, PairedDifference)
+    assert [math.exp(r) for r in d.log_ratios] == pytest.approx([1.2, 1.2, 1.2]) and d.significant
+    # Rounds whose block counts differ (timed unpaced, e.g. by an older worker) fall back to the round medians.
+    cand[1] = cand[1][:2]
+    fallback = paired_rounds(_blocks(base), _blocks(cand), 0.10)
+    medians = [statistics.median(c) / statistics.median(b) for b, c in zip(base, cand)]
+    assert [math.exp(r) for r in fallback.log_ratios] == pytest.approx(medians) and medians[1] != pytest.approx(1.2)
+
+
 def test_one_paired_round_within_the_threshold_is_no_regression():
     d = paired_rounds(_rounds([1.0, 1.0, 1.0]), _rounds([1.5, 1.5, 1.05]), 0.10)
     assert not d.significant and d.reason == "a paired round within 10%"
@@ -150,8 +176,14 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     rows = {r["cell"]["size"]: r for r in map(json.loads, captured.out.splitlines())}
     slowed = rows["n100"]
     assert slowed["noise_model"] == PAIRED_ROUNDS and slowed["regression"] and slowed["rounds"] == [2, 2]
-    by_env = {m.cell.environment: m.timing.round_cpu for m in results.measurements if m.cell.size == "n100"}
-    paired = sorted(c / b for b, c in zip(by_env["base"], by_env["new"]))
+    # Each round's value: the median over its blocks of new ÷ base in CPU time, the blocks timed in lockstep.
+    by_env = {m.cell.environment: m.measured for m in results.measurements if m.cell.size == "n100"}
+    counts = by_env["base"].round_blocks
+    assert len(counts) == 2 and counts == by_env["new"].round_blocks
+    ends = [sum(counts[:r + 1]) for r in range(len(counts))]
+    paired = sorted(statistics.median(c / b for b, c in zip(by_env["base"].cpu_samples[end - n:end],
+                                                             by_env["new"].cpu_samples[end - n:end]))
+                    for n, end in zip(counts, ends))
     assert (slowed["low"], slowed["high"]) == pytest.approx((paired[0], paired[-1]))
     assert paired[0] > 2  # 4× the CPU time, whatever the load
     assert "paired rounds" in captured.err
@@ -181,7 +213,9 @@ def test_pooled_noise_against_a_direct_recomputation():
     assert noise.sigma == pytest.approx(1.4826 * statistics.median(residuals))
     assert noise.z == pytest.approx(statistics.NormalDist().inv_cdf(1 - 0.05 / 24)) and noise.cells == 12
     assert noise.rounds == 3 and noise.half_width(3) == pytest.approx(noise.z * noise.sigma / math.sqrt(3))
-    assert noise.resolution(0.10) == pytest.approx(1.1 * math.exp(noise.half_width(3)) - 1)
+    # Flagged from the larger of the threshold and z standard errors of the mean.
+    assert noise.resolution(0.10) == pytest.approx(max(1.1, math.exp(noise.half_width(3))) - 1)
+    assert noise.resolution(10.0) == pytest.approx(10.0)
     assert pooled(log_ratios[:MIN_POOLED_CELLS - 1], CPU_CLOCK) is None
     classes = ["a"] * 6 + ["b"] * 5 + ["c"]  # a class of one cell is judged with the run's spread alone
     by_class = pooled(log_ratios, CPU_CLOCK, classes)
@@ -192,19 +226,23 @@ def test_pooled_noise_against_a_direct_recomputation():
 
 
 def test_a_noisy_run_flags_only_beyond_its_noise_and_says_what_it_could_catch():
-    """30 honest cells whose paired rounds wander by σ = 0.2 (load 5–6 here), one cell ×1.2 and one ×3 in every
-    round: the ×3 is flagged, the ×1.2 is within the noise (and the row says from what slowdown it would be
-    caught); in a quiet run (σ = 0.01) the same ×1.2 is flagged."""
+    """30 honest cells whose paired rounds wander by σ = 0.2 (load 5–6 here), one cell ×1.2, one ×3 and one ×1.05
+    in every round: the ×3 is flagged, the ×1.2 is within the noise (and the row says from what slowdown it would
+    be caught); in a quiet run (σ = 0.01) the same ×1.2 is flagged, and the ×1.05 is a change within 10 %."""
     rng = random.Random(7)
     for sigma, caught_20 in ((0.2, False), (0.01, True)):
         honest = [[rng.gauss(0, sigma) for _ in range(3)] for _ in range(30)]
-        slowed = [[math.log(1.2) + rng.gauss(0, sigma) / 10 for _ in range(3)], [math.log(3.0)] * 3]
+        slowed = [[math.log(1.2) + rng.gauss(0, sigma) / 10 for _ in range(3)], [math.log(3.0)] * 3,
+                  [math.log(1.05)] * 3]
         rows = [p.timing for p in pair_environments(_paired_results(honest + slowed), threshold=0.10)]
         (noise,) = paired_noises(rows)
         assert noise.sigma == pytest.approx(sigma, rel=0.5)
         flagged = {r.cell.size for r in regressions(rows)}
-        twenty, triple = f"n{10 ** 31}", f"n{10 ** 32}"  # the cells after the 30 honest ones
-        assert flagged == ({twenty, triple} if caught_20 else {triple})  # no honest cell
+        twenty, triple, five = f"n{10 ** 31}", f"n{10 ** 32}", f"n{10 ** 33}"  # the cells after the honest ones
+        assert flagged == ({twenty, triple} if caught_20 else {triple})  # no honest cell, nor the 5 % one
+        if caught_20:  # a real change, but smaller than the threshold: not a regression, and the row says why
+            (row,) = [r for r in rows if r.cell.size == five]
+            assert row.verdict == "same (a change within 10%)"
         if not caught_20:
             (row,) = [r for r in rows if r.cell.size == twenty]
             assert row.verdict == f"same (within the run's paired noise (from {noise.resolution(0.1):.0%} caught))"
@@ -218,7 +256,9 @@ LOG_RATIOS = st.floats(-1.0, 1.0).map(lambda x: 0.0 if abs(x) < 1e-6 else x)
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.lists(st.lists(LOG_RATIOS, min_size=3, max_size=3), min_size=MIN_POOLED_CELLS, max_size=25),
        st.sampled_from([0.05, 0.10, 0.25]))
-def test_a_cell_is_slower_exactly_when_its_noise_interval_clears_the_threshold(log_ratios, threshold):
+def test_a_cell_is_slower_exactly_when_its_interval_clears_1_and_its_ratio_the_threshold(log_ratios, threshold):
+    """asv's rule for `--factor`: the noise interval says whether the cell changed, its ratio whether by more than
+    the threshold."""
     rows = [p.timing for p in pair_environments(_paired_results(log_ratios), threshold=threshold)]
     noise = pooled(log_ratios, CPU_CLOCK)
     by_cell = {r.cell.size: r for r in rows}
@@ -226,8 +266,8 @@ def test_a_cell_is_slower_exactly_when_its_noise_interval_clears_the_threshold(l
         row = by_cell[f"n{10 ** (k + 1)}"]
         mean = statistics.fmean(ls)
         low, high = mean - noise.half_width(3), mean + noise.half_width(3)
-        slower = all(x > 0 for x in ls) and low > math.log(1 + threshold)
-        faster = all(x < 0 for x in ls) and high < -math.log(1 + threshold)
+        slower = all(x > 0 for x in ls) and low > 0 and mean > math.log(1 + threshold)
+        faster = all(x < 0 for x in ls) and high < 0 and mean < -math.log(1 + threshold)
         assert row.difference.significant == (slower or faster), (ls, noise)
 
 

@@ -24,16 +24,21 @@ difference is real depends on what the files hold (`differences`):
   every cell moves the shift instead, which `compare` prints on its own line and `--fail-on-shift PCT` gates.
   Multiplying every candidate cell by a constant changes the shift, never a verdict.
 - across the environments of one run (`pair_environments`; the A/B gate, `run --env base=@PYTHON --env current
-  --rounds N`): the runner times each cell in every environment in turn, seconds apart, so round r of both sides
-  saw the same moment of the machine's load. The noise model is then the spread of the *paired* ratios
-  candidate_r ÷ baseline_r (`PairedDifference`), in which the load that drifts from minute to minute cancels —
-  the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). What pairing
-  cannot remove is the spread between two worker processes at one moment, which grows with the load; it is
-  pooled over the run's cells and over each class (adapter and variant; paired_noise.py) and sets the bar: a
-  cell is slower when the interval exp(mean log ratio ± z·σ/√n) lies above 1 + threshold (σ: the larger of its
-  class's and the run's; z: Bonferroni over the cells compared) and every paired round is slower; a noisy run
-  flags less and says the smallest slowdown it could have caught. Below
-  MIN_POOLED_CELLS paired cells nothing is pooled, and every paired round must be slower by more than the
+  --rounds N`): the runner times each cell's environments in lockstep (lockstep.py: their timed blocks alternate,
+  milliseconds apart), so round r of both sides saw the same moments of the machine's load. The noise model is
+  then the spread of the *paired* ratios candidate_r ÷ baseline_r (`PairedDifference`) — each the median over the
+  round's blocks of candidate block ÷ baseline block (`block_paired`; files without `round_blocks`: the ratio of
+  the round values) — in which the load that drifts from minute to minute, or from one block to the next,
+  cancels: the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). What
+  pairing cannot remove is what differs between the two processes at one moment (a block preempted on one side
+  only, each process's own memory layout); it is pooled over the run's cells and over each class (adapter and
+  variant; paired_noise.py) and sets the bar: a cell is slower when the interval exp(mean log ratio ± z·σ/√n)
+  lies above 1 (σ: the larger of its class's and the run's; z: Bonferroni over the cells compared), its ratio
+  exp(mean) is beyond 1 + threshold, and every paired round is slower — asv's rule for `--factor`: the noise
+  model says whether it changed, the threshold whether by enough to matter. (The rules above, without a noise
+  model, ask the whole interval to clear the threshold.) A noisy run flags less and says the smallest slowdown
+  it could have caught.
+  Below MIN_POOLED_CELLS paired cells nothing is pooled, and every paired round must be slower by more than the
   threshold. Nothing is excused by a shift: both sides ran under one load, so a change that slows every cell
   is the change.
 - otherwise (files written without rounds, e.g. before `--rounds` existed): significance.py's test on the
@@ -150,7 +155,7 @@ class RoundDifference:
 
 @dataclass(frozen=True)
 class PairedDifference(RoundDifference):
-    """candidate ÷ baseline of one cell timed in two environments in turn (see the module doc). With the run's
+    """candidate ÷ baseline of one cell timed in two environments in lockstep (see the module doc). With the run's
     pooled noise: `ratio` is exp(mean log paired ratio) with the interval exp(mean ± z·σ/√n); without: the
     median paired ratio with the range of the paired ratios."""
 
@@ -170,7 +175,12 @@ class PairedDifference(RoundDifference):
 
     @property
     def significant(self) -> bool:
-        return self.agree and super().significant
+        if not self.agree:
+            return False
+        if self.noise is None:  # no noise model: every paired round beyond the threshold
+            return super().significant
+        r, effect = self.ratio, 1 + self.threshold
+        return (r.low > 1 and r.ratio > effect) or (r.high < 1 and r.ratio < 1 / effect)
 
     @property
     def reason(self) -> str:
@@ -179,6 +189,8 @@ class PairedDifference(RoundDifference):
         if not self.agree:
             return "paired rounds disagree in direction"
         if self.noise is not None:
+            if self.ratio.low > 1 or self.ratio.high < 1:
+                return f"a change within {self.threshold:.0%}"
             caught = self.noise.resolution(self.threshold, self.noise_class)
             return f"within the run's paired noise (from {caught:.0%} caught)"
         return f"a paired round within {self.threshold:.0%}"
@@ -196,14 +208,33 @@ def noise_class(cell: Cell) -> str:
 
 
 def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
-    """candidate ÷ baseline round by round, for the two sides of an environment pair timed in turn; sides with
+    """candidate ÷ baseline round by round, for the two sides of an environment pair timed in lockstep; sides with
     different round counts (a round skipped for the time budget) cannot be paired and are decided unpaired."""
     base, cand, clock = round_values(baseline, candidate, cpu)
     if len(base) != len(cand):
         return between_rounds(baseline, candidate, threshold, cpu)
-    ratios = [c / b for b, c in zip(base, cand)]
+    ratios = block_paired(baseline, candidate, clock) or [c / b for b, c in zip(base, cand)]
     return PairedDifference(Ratio(statistics.median(ratios), min(ratios), max(ratios), resampled=False), threshold,
                             (len(base), len(cand)), clock, log_ratios=tuple(math.log(r) for r in ratios))
+
+
+def block_paired(baseline: Timing, candidate: Timing, clock: str) -> list[float] | None:
+    """Per round, the median over its blocks of candidate block ÷ baseline block, where the two sides were timed
+    in lockstep (lockstep.py: the same number of blocks each round, block i of both within milliseconds): the
+    load of each moment cancels block by block, not only round by round. None where the blocks cannot be paired
+    (files without `round_blocks`, or sides that timed different numbers of blocks)."""
+    counts = baseline.round_blocks
+    if not counts or counts != candidate.round_blocks:
+        return None
+    a, b = (baseline.cpu_samples, candidate.cpu_samples) if clock == CPU_CLOCK else \
+        (baseline.samples, candidate.samples)
+    if len(a) != sum(counts) or len(b) != sum(counts) or min(a) <= 0 or min(b) <= 0:
+        return None
+    ratios, start = [], 0
+    for count in counts:
+        ratios.append(statistics.median(y / x for x, y in zip(a[start:start + count], b[start:start + count])))
+        start += count
+    return ratios
 
 
 def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
@@ -234,7 +265,7 @@ def has_rounds(timing: Timing) -> bool:
 def differences(matched: list[tuple[Measurement, Measurement]], threshold: float,
                 against_shift: bool = True, paired: bool = False) -> list[Difference | RoundDifference]:
     """How each (baseline, candidate) pair differs: between rounds where both sides have rounds — round by round
-    when `paired` (two environments of one run, timed in turn), else judged against the run-wide shift of its
+    when `paired` (two environments of one run, timed in lockstep), else judged against the run-wide shift of its
     clock when `against_shift` — else the within-run test, Holm-corrected over the pairs that use it."""
     by_rounds = [has_rounds(a.measured) and has_rounds(b.measured) for a, b in matched]
     within = [(a, b) for (a, b), r in zip(matched, by_rounds) if not r]

@@ -1,7 +1,7 @@
 """The same cell across the environments of one run (`run --env A --env B`, the A/B gate): each cell of the
 baseline environment paired with the same cell in every other environment, its timing decided on paired rounds
-(comparison.differences, `paired=True`: the runner timed each cell's environments in turn, so round r of both
-sides saw one moment of the machine's load) and its derivative values compared by their seeded projections.
+(comparison.differences, `paired=True`: the runner timed each cell's environments in lockstep, so round r of
+both sides saw the same moments of the machine's load) and its derivative values compared by their seeded projections.
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def pair_environments(results: Results, baseline: str | None = None,
             matched.append((base, other))
     matched.sort(key=lambda p: (order.index(p[1].cell.environment), p[1].cell))
     # The timed pairs are decided round by round where both have rounds (the runner timed each cell's
-    # environments in turn), else within run as a two-file compare (one Holm family); never against a run-wide
+    # environments in lockstep), else within run as a two-file compare (one Holm family); never against a run-wide
     # shift: both environments ran under one load, so a shift is the release's.
     timed = [(a, b) for a, b in matched if a.timing and a.timing.samples and b.timing and b.timing.samples]
     rows = {id(b): ComparisonRow(b.cell, *medians(a, b), d)

@@ -1,20 +1,23 @@
 """The A/B gate's noise model: how much one paired round of a run wanders, pooled over the run's cells.
 
-In an A/B run (`run --env base=@PY --env new=@PY --rounds N`) round r of a cell's two sides ran seconds apart, so
-the load that drifts between runs cancels in the paired ratio candidate_r ÷ baseline_r — but the spread between
-two worker processes at one moment does not: on the shared 2-core machine at load 5–6 one paired round's log
-ratio wandered by σ ≈ 0.17–0.24 in honest runs (the same code on both sides), and by class of cell from 0.16
-(torch eager) to 0.29 (JAX jit) and more (torch.compile at µs scale). Three rounds of one cell cannot estimate that
-spread; the run's other cells can. So it is pooled: every cell's log paired ratios minus that cell's mean, as a
-robust standard deviation (1.4826 × the median absolute residual, scaled by √(n/(n−1)) for the mean taken out),
-over all cells of the comparison on one clock and over each class of cells (adapter and variant); a cell is judged
-with the larger of the two, so a noisy class is not judged by the quiet ones (most cells are unchanged, and a
-changed cell shifts its own mean, not its spread).
+In an A/B run (`run --env base=@PY --env new=@PY --rounds N`) round r of a cell's two sides was timed in lockstep
+(run/lockstep.py), so the load that drifts between runs, and from one block to the next, cancels in the paired ratio
+candidate_r ÷ baseline_r — but what differs between two fresh worker processes does not: the same cell in two
+processes started at one moment runs a few per cent apart (its arrays', its compiled code's place in memory), and a
+block preempted on one side only adds to it. On the shared 2-core machine at load 2–5 one paired round's log ratio
+wandered by σ ≈ 0.06 in honest runs (the same code on both sides; ≈ 0.03 of it within a round, the rest between
+process pairs), against σ ≈ 0.17–0.24 when the sides were timed one after the other, seconds apart. Three rounds of
+one cell cannot estimate that spread; the run's other cells can. So it is pooled: every cell's log paired ratios
+minus that cell's mean, as a robust standard deviation (1.4826 × the median absolute residual, scaled by √(n/(n−1))
+for the mean taken out), over all cells of the comparison on one clock and over each class of cells (adapter and
+variant); a cell is judged with the larger of the two, so a noisy class is not judged by the quiet ones (most cells
+are unchanged, and a changed cell shifts its own mean, not its spread).
 
 A cell's mean log ratio then has the standard error σ/√n, and the gate's bar is z standard errors, z from a
 Bonferroni bound over the cells compared (5 % family-wise, two-sided, Gaussian): a cell is slower when its interval
-exp(mean ± z·σ/√n) lies above 1 + threshold, and every paired round agrees in direction. The bar follows the
-load: a noisy run flags less and says the smallest slowdown it could still have caught (`resolution`).
+exp(mean ± z·σ/√n) lies above 1, its ratio exp(mean) above 1 + threshold, and every paired round agrees in
+direction (comparison.PairedDifference). The bar follows the load: a noisy run flags less and says the smallest
+slowdown it could still have caught (`resolution`).
 """
 from __future__ import annotations
 
@@ -58,13 +61,14 @@ class PairedNoise:
         return self.z * self.sigma_of(cls) / math.sqrt(rounds)
 
     def resolution(self, threshold: float, cls: str = "") -> float:
-        """The smallest slowdown (fraction) a cell of class `cls` with the usual round count could be flagged at."""
-        return (1 + threshold) * math.exp(self.half_width(self.rounds, cls)) - 1
+        """The smallest slowdown (fraction) a cell of class `cls` with the usual round count could be flagged at:
+        its mean must clear both the threshold and z standard errors."""
+        return max(1 + threshold, math.exp(self.half_width(self.rounds, cls))) - 1
 
     def describe(self, threshold: float) -> str:
         by_class = ", ".join(f"{c} {s:.0%}" for c, s in sorted(self.classes.items(), key=lambda kv: kv[1]))
         worst = max([self.sigma, *self.classes.values()])
-        worst_resolution = (1 + threshold) * math.exp(self.z * worst / math.sqrt(self.rounds)) - 1
+        worst_resolution = max(1 + threshold, math.exp(self.z * worst / math.sqrt(self.rounds))) - 1
         return (f"paired noise: one paired round wanders by {self.sigma:.1%} (log ratio, pooled over {self.cells} "
                 f"cells, {self.clock}; by class {by_class}); a cell must clear {self.z:.2f} standard errors of its "
                 f"{self.rounds}-round mean: slowdowns from {self.resolution(threshold):.0%} (the quietest cells) "

@@ -58,7 +58,7 @@ def _say_noise_model(rows) -> None:
     if within:
         err.print(f"[yellow]{within} of {len(rows)} cells {WITHIN_RUN_CAVEAT}[/]", highlight=False)
     elif paired == len(rows):
-        err.print(f"noise model: paired rounds, each cell's environments timed in turn ({len(rows)} cells)",
+        err.print(f"noise model: paired rounds, each cell's environments timed in lockstep ({len(rows)} cells)",
                   highlight=False)
     else:
         err.print(f"noise model: the spread between rounds ({len(rows)} cells"
