@@ -185,6 +185,8 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
                                                              by_env["new"].cpu_samples[end - n:end]))
                     for n, end in zip(counts, ends))
     assert (slowed["low"], slowed["high"]) == pytest.approx((paired[0], paired[-1]))
+    # The ratio printed is the one decided on (CPU time, paired), inside its own interval — not the wall medians'.
+    assert slowed["ratio"] == pytest.approx(statistics.median(paired)) and slowed["low"] <= slowed["ratio"]
     assert paired[0] > 2  # 4× the CPU time, whatever the load
     assert "paired rounds" in captured.err
     assert main(["compare", str(out)]) == 0  # no --fail-above: no gate, the table says what its interval is

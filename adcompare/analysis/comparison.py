@@ -327,6 +327,12 @@ class ComparisonRow:
 
     @property
     def change(self) -> float:
+        """candidate ÷ baseline as the verdict decided it: between rounds, the ratio of the rounds' values on the
+        row's clock (paired: exp of the mean log paired ratio), so the interval printed beside it is its own;
+        within run, the ratio of the medians."""
+        d = self.difference
+        if isinstance(d, RoundDifference) and d.ratio is not None:
+            return d.ratio.ratio
         return self.candidate / self.baseline
 
     @property
