@@ -377,6 +377,11 @@ class AdapterConformance:
     def registry(self) -> Registry:  # `plugins` in this class is the ClassVar above
         return plugins.load(tuple(self.plugins))
 
+    def problem_names(self) -> frozenset[str]:
+        """Every namespace name the registry's problems use (evaluating each, a minute for GradBench's nested
+        ones); adcompare's own tests override it to compute this once for all their processes."""
+        return _used_names(self.registry())
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         names = metafunc.fixturenames
         if getattr(self, "adapter", None) is None:  # e.g. a framework whose adapter is not registered here
@@ -488,12 +493,12 @@ class AdapterConformance:
     # --- namespace -------------------------------------------------------------------------------------------
 
     def test_namespace_has_every_name_the_problems_use(self, installed: None) -> None:
-        names = _used_names(self.registry())
+        names = self.problem_names()
         missing = missing_names(self.adapter.namespace(), names | (ATTRIBUTES & {"float32", "float64"}))
         assert not missing, f"{self.adapter.name}'s namespace lacks {missing}"
 
     def test_namespace_matches_numpy(self, dtype: str) -> None:
-        failures = probe_mismatches(self.adapter, _used_names(self.registry()), dtype)
+        failures = probe_mismatches(self.adapter, self.problem_names(), dtype)
         assert not failures, f"{len(failures)} namespace function(s) differ from NumPy in {dtype}:\n" + \
             "\n".join(failures)
 

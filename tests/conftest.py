@@ -1,6 +1,7 @@
 """Shared test fixtures. Frameworks run in worker processes (as in real runs), shared across the session."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,15 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAULTS = str(FIXTURES / "plugins" / "faults.py")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_folder(tmp_path_factory):
+    """Where tests/shared_results.py keeps what pytest-xdist's workers share: the run's base temporary folder."""
+    from .shared_results import RUN_FOLDER
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        RUN_FOLDER[0] = tmp_path_factory.getbasetemp().parent
 
 
 @pytest.fixture(scope="session")

@@ -24,9 +24,18 @@ from adcompare.testing import (
 )
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import status_of
-from adcompare.verify.namespace_probes import used_names
+
+from .shared_results import problem_names
 
 REGISTRY = plugins.load()
+
+
+class BuiltInConformance(AdapterConformance):
+    """The suite as a third party runs it, but the problems' namespace names computed once for all of this test
+    run's processes (tests/shared_results.py), not once per process."""
+
+    def problem_names(self) -> frozenset[str]:
+        return problem_names(self.registry())
 
 
 def registered(name: str):
@@ -35,7 +44,7 @@ def registered(name: str):
     return REGISTRY.adapters[name]
 
 
-class TestJax(AdapterConformance):
+class TestJax(BuiltInConformance):
     """x64 is a process-wide switch: float32 here, float64 in a worker (the other tests here must not see x64)."""
 
     adapter = REGISTRY.adapters.get("jax")
@@ -43,7 +52,7 @@ class TestJax(AdapterConformance):
     isolated_dtypes = ("float64",)
 
 
-class TestTorch(AdapterConformance):
+class TestTorch(BuiltInConformance):
     adapter = REGISTRY.adapters.get("torch")
 
 
@@ -52,7 +61,7 @@ NO_GPU = pytest.mark.skipif(not gpu_present(), reason="no CUDA GPU on this machi
 
 @pytest.mark.gpu
 @NO_GPU
-class TestJaxCuda(AdapterConformance):
+class TestJaxCuda(BuiltInConformance):
     """The same suite on the GPU (device sync, placement, device peak memory)."""
 
     adapter = REGISTRY.adapters.get("jax")
@@ -63,18 +72,18 @@ class TestJaxCuda(AdapterConformance):
 
 @pytest.mark.gpu
 @NO_GPU
-class TestTorchCuda(AdapterConformance):
+class TestTorchCuda(BuiltInConformance):
     adapter = REGISTRY.adapters.get("torch")
     device = "cuda"
 
 
-class TestTensorflow(AdapterConformance):
+class TestTensorflow(BuiltInConformance):
     adapter = REGISTRY.adapters.get("tensorflow")
     dtypes = ("float32",)
     isolated_dtypes = ("float64",)  # in a worker: float64 for every operator in the graph and XLA variants
 
 
-class TestAutograd(AdapterConformance):
+class TestAutograd(BuiltInConformance):
     adapter = REGISTRY.adapters.get("autograd")
 
 
@@ -151,7 +160,7 @@ def test_a_wrong_value_is_a_reference_mismatch():
 
 
 def test_a_namespace_without_a_name_is_caught():
-    names = used_names(REGISTRY.problems.values())
+    names = problem_names(REGISTRY)
     lacking = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if k != "vecdot"})
     assert "vecdot" in names and missing_names(lacking, names) == ["vecdot"]
 

@@ -15,7 +15,9 @@ from adcompare.problems import bundle_adjustment as ba
 from adcompare.problems import forward_vs_reverse, linear_layer, rbf_kernel
 from adcompare.problems import gmm as gmm_module
 from adcompare.problems import lstm as lstm_module
-from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, used_names
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES
+
+from .shared_results import problem_names
 
 TAGS = {"scalar-output", "wide", "tall", "square", "per-example", "control-flow", "classic", "small",
         "nested"}
@@ -135,8 +137,9 @@ def test_per_example_function_on_one_example_equals_its_row_of_the_batch(suite):
             np.testing.assert_allclose(p.bind(np, inputs)(w, batch[i]), whole[i], rtol=1e-12, err_msg=name)
 
 
-def test_problems_use_only_probed_namespace_names(suite):
-    unknown = used_names(suite.values()) - set(PROBES) - ATTRIBUTES
+def test_problems_use_only_probed_namespace_names(registry, suite):
+    assert set(suite) <= set(registry.problems)  # the names are the registry's problems', a superset of the suite's
+    unknown = problem_names(registry) - set(PROBES) - ATTRIBUTES
     assert not unknown, f"names without a namespace probe: {sorted(unknown)}"
 
 

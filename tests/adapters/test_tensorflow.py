@@ -27,8 +27,9 @@ from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
 from adcompare.run.in_process import run_once  # noqa: E402
 from adcompare.verify.check import check_result, status_of  # noqa: E402
-from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names  # noqa: E402
+from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
 from tests.per_adapter import MINUTES_A_CALL, NESTED_OPERATORS  # noqa: E402
+from tests.shared_results import problem_names  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
 
@@ -109,7 +110,7 @@ def test_probe_keeps_float32_in_both_modes(tf, name):
 
 def test_namespace_covers_every_name_the_problems_use(registry):
     xp = namespace()
-    for name in used_names(registry.problems.values()) | set(PROBES) | ATTRIBUTES:
+    for name in problem_names(registry) | set(PROBES) | ATTRIBUTES:
         owner, _, attr = name.rpartition(".")
         assert hasattr(xp.linalg if owner else xp, attr), name
 
