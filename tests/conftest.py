@@ -11,6 +11,35 @@ FIXTURES = Path(__file__).parent / "fixtures"
 FAULTS = str(FIXTURES / "plugins" / "faults.py")
 
 
+# Scopes (a class, or a module's functions) that take minutes of worker processes, longest first as measured (at
+# load ~2-4 on 2 cores). Under the README's `--dist loadscope` they start first, so that the workers' last minutes
+# are small scopes that level their ends (longest processing time first); pytest-xdist's own order, by test count,
+# started these one-test classes last, leaving one worker busy for minutes while the other idled.
+LONGEST_FIRST = (
+    "tests/test_matrix.py::TestQuickSuiteFirstHalf", "tests/test_matrix.py::TestQuickSuiteSecondHalf",
+    "tests/test_ht.py::TestTensorflowAdapterHtGoldens", "tests/test_ht.py::TestJaxAdapterHtGoldens",
+    "tests/test_suite_coverage.py", "tests/test_conformance.py::TestTorch", "tests/test_conformance.py::TestTensorflow",
+    "tests/test_problems.py", "tests/test_conformance.py::TestJax", "tests/test_third_party.py",
+    "tests/test_adbench.py::TestTorchAdapterGoldens", "tests/test_gradbench.py::TestTensorflowAdapterGoldens",
+    "tests/test_gradbench.py::TestJaxAdapterGoldens", "tests/test_adbench.py::TestTensorflowAdapterGoldens",
+    "tests/test_adbench.py::TestJaxAdapterGoldens", "tests/test_gate_ab.py",
+    "tests/test_ht.py::TestTorchAdapterHtGoldens",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's reorder by test count would undo LONGEST_FIRST
+        config.option.loadscopereorder = False
+
+
+def _rank(item: pytest.Item) -> int:
+    scope = item.nodeid.split("::")
+    for rank, prefix in enumerate(LONGEST_FIRST):
+        if "::".join(scope[:prefix.count("::") + 1]) == prefix:
+            return rank
+    return len(LONGEST_FIRST)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _run_folder(tmp_path_factory):
     """Where tests/shared_results.py keeps what pytest-xdist's workers share: the run's base temporary folder."""
@@ -90,7 +119,9 @@ def whole_batch(registry) -> WholeBatch:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`slow` tests (a compiler unrolling ADBench's 1,023-step LSTM, float64 twins of eager TensorFlow cells) run
-    only when asked for with `-m slow` (or any -m expression): the README's test command stays within CI's time."""
+    only when asked for with `-m slow` (or any -m expression): the README's test command stays within CI's time.
+    The longest scopes go first (LONGEST_FIRST)."""
+    items.sort(key=_rank)  # stable: the other scopes, and the tests within a scope, keep their order
     if config.getoption("-m"):
         return
     skip = pytest.mark.skip(reason="slow: run with -m slow")
