@@ -7,7 +7,8 @@ operator, both dtypes, in tests/adapters/test_{torch,tensorflow,autograd}.py (`t
 shape_dtype_and_agrees`); every (adapter, operator, variant) on the conformance problems is tests/test_conformance.py;
 the quick suite through workers with timing and pairwise agreement is tests/test_matrix.py. Only the cells those
 layers skip by default are run here besides JAX's (and JAX's eager LSTM, whose ADBench goldens are slow-marked);
-JAX's cells that the conformance suite runs in float64 already (its worker) are not run twice.
+JAX's cells that the conformance suite runs in float64 already (its worker), or that tests/test_gradbench.py and
+tests/test_ht.py hold to GradBench's goldens at the same size and variant, are not run twice.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from adcompare.study.plan import Plan, Selection, usable_adapters
 from adcompare.study.plan import plan as make_plan
 from adcompare.testing import supported_cases
 from adcompare.verify.expectations import unexpected
+from tests import test_gradbench, test_ht
 from tests.per_adapter import MINUTES_A_CALL
 
 REGISTRY = plugins.load()
@@ -36,6 +38,10 @@ EAGER_HERE = (("jax", "lstm", ("value", "grad")),)
 # the conformance problems at their smallest sizes): not run twice.
 IN_CONFORMANCE = frozenset((c.problem, c.size, c.operator, c.variant)
                            for c in supported_cases(REGISTRY.adapters["jax"], REGISTRY)) if "jax" in ADAPTERS else ()
+# JAX's float64 cells that tests/test_gradbench.py and tests/test_ht.py hold to GradBench's goldens at the same size
+# and variant, in a worker process of their own (lse, llsq, det, ode, ht at their smallest sizes): not run twice.
+IN_GOLDENS = frozenset(tuple(case) for case in test_gradbench.adapter_cases("jax", slow=False)
+                       + test_ht.adapter_cases("jax", slow=False)) if "jax" in ADAPTERS else frozenset()
 
 
 def _cells():
@@ -48,7 +54,7 @@ def _cells():
         if "jax" in ADAPTERS:
             cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64")
                       for op in applicable_operators(problem)
-                      if (problem.name, smallest, op, variant) not in IN_CONFORMANCE]
+                      if (problem.name, smallest, op, variant) not in IN_CONFORMANCE | IN_GOLDENS]
         cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
                   for adapter, name, op in SLOW_IN_ADAPTER_TESTS
                   if adapter in ADAPTERS and name == problem.name and op in applicable_operators(problem)]
@@ -77,6 +83,7 @@ def test_every_problem_and_operator_runs_through_jax():
     if "jax" not in ADAPTERS:
         pytest.skip("jax is not installed")
     ran = {(c.problem, c.operator) for c in CELLS if c.adapter == "jax"} | {(p, op) for p, _, op, _ in IN_CONFORMANCE}
+    ran |= {(p, op) for p, size, op, _ in IN_GOLDENS if size == REGISTRY.problems[p].smallest_size.label}
     assert ran == {(p.name, op) for p in REGISTRY.problems.values() if p.name not in MINUTES_A_CALL
                    for op in applicable_operators(p)}
     # the nested_* operators: only saddle and particle declare them (test_nested.py runs them per adapter)
