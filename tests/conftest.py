@@ -1,7 +1,6 @@
 """Shared test fixtures. Frameworks run in worker processes (as in real runs), shared across the session."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -41,11 +40,13 @@ def _rank(item: pytest.Item) -> int:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _run_folder(tmp_path_factory):
-    """Where tests/shared_results.py keeps what pytest-xdist's workers share: the run's base temporary folder."""
+def _run_folder(request, tmp_path_factory):
+    """Where tests/shared_results.py keeps what pytest-xdist's workers share: the run's base temporary folder.
+    A worker is told by its config (`workerinput`), not by the environment, which a pytest started from a test
+    inherits."""
     from .shared_results import RUN_FOLDER
 
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if hasattr(request.config, "workerinput"):
         RUN_FOLDER[0] = tmp_path_factory.getbasetemp().parent
 
 

@@ -32,7 +32,7 @@ def test_two_workers_compute_a_shared_result_once(tmp_path):
     for xdist in (["-n", "2", "--dist", "loadscope"], ["-p", "no:xdist"]):
         (tmp_path / "computed.txt").unlink(missing_ok=True)
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
-                               str(tmp_path), *xdist, str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
-                              timeout=300)
+                               str(tmp_path), "--basetemp", str(tmp_path / "base"), *xdist, str(tmp_path)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300)
         assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
         assert (tmp_path / "computed.txt").read_text() == "computed\n", xdist
