@@ -167,10 +167,16 @@ def test_a_run_holds_its_environments_shared_until_it_ends(tmp_path, monkeypatch
     assert said == [] and not _held_by_someone(lock_path(path), exclusive=True)  # build() lets go on return
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C reaches the command as it does one typed at a terminal: a shell's background job (CI started with
+    `&`, nohup) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _adcompare(args: list[str], cache: Path) -> subprocess.Popen:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "COLUMNS": "400"}  # wide: the waiting line stays one line
     return subprocess.Popen([sys.executable, "-m", "adcompare", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, cwd="/")
+                            stderr=subprocess.STDOUT, text=True, env=env, cwd="/", preexec_fn=_as_from_a_terminal)
 
 
 SELECT = ["--adapter", "autograd", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
