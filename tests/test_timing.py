@@ -66,8 +66,11 @@ def test_a_paced_cell_times_a_block_per_go_and_says_when_its_own_rule_is_done():
     # Each turn after the first reports the block just timed, and the seconds the blocks took so far.
     assert asked[0][1:] == (None, None, 0.0)
     assert [a[1] for a in asked[1:]] == list(timing.samples) and [a[2] for a in asked[1:]] == list(timing.cpu_samples)
-    spent = [a[3] for a in asked[1:]]
-    assert spent == sorted(spent) and spent[-1] == pytest.approx(sum(timing.samples) * timing.number, rel=0.5)
+    # Each block adds its whole time, at least its per-call sample (number ≥ 1, and number may change between
+    # blocks); all of it within the time the measurement took.
+    spent = [0.0] + [a[3] for a in asked[1:]]
+    assert all(b - a >= sample for a, b, sample in zip(spent, spent[1:], timing.samples))
+    assert spent[-1] <= timing.total_seconds
 
 
 def test_a_paced_cell_stops_when_told_even_before_its_rule_is_done():
