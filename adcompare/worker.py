@@ -23,7 +23,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
 from adcompare.model.measurement import Measurement
@@ -32,6 +31,7 @@ from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
 from adcompare.run.in_process import ExecutionOptions, describe_exception, run_cell
 from adcompare.run.protocol import CellRecord, Go, Request, Turn, WorkerInfo, send
+from adcompare.run.timing import Pace
 from adcompare.verify.input_sources import with_inputs
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -61,7 +61,7 @@ def _devices_present(adapter, device: str) -> str:
     return f"{most} {device} device{'s' if most != 1 else ''} present"
 
 
-def pacer(out, requests) -> Callable[[bool, float | None, float | None, float], bool]:
+def pacer(out, requests) -> Pace:
     """timing.measure's `pace` for a paced request: ask the parent (a `Turn` on the result pipe) and wait for its
     `Go` on stdin; a closed stdin (the parent is gone) stops the timing."""
     def pace(done: bool, wall: float | None, cpu: float | None, spent: float) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -35,8 +35,7 @@ from adcompare.verify.reference import ReferenceError
 class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
     policy: TimingPolicy = TimingPolicy()
-    # Asked before each timed block (timing.measure, lockstep.py): (done, last wall, last CPU, spent) → go on?
-    pace: Callable[[bool, float | None, float | None, float], bool] | None = None
+    pace: timing.Pace | None = None  # asked before each timed block (timing.measure, lockstep.py)
 
 
 @dataclass(frozen=True)

@@ -133,12 +133,8 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
         progress(cell, None)
         m = _left_out(cell, timed_out, options)
         if m is None:
-            started, began = worker.starts, time.perf_counter()
-            try:
-                m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
-            except RuntimeError as exc:  # the worker failed to start
-                m = Measurement(cell, Status.CRASHED, str(exc))
-            m = _recorded(worker, m, time.perf_counter() - began, started, on_worker, timed_out)
+            started = worker.starts
+            m = _recorded(worker, *_run_one(worker, cell, options), started, on_worker, timed_out)
         yield m
         progress(cell, m)
 
@@ -166,20 +162,22 @@ def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequenc
             timed = run_in_lockstep([workers[s] for s in ready], [sides[s] for s in ready],
                                     timeout=options.timeout, policy=options.policy)
         else:
-            timed = []
-            for side in ready:
-                began = time.perf_counter()
-                try:
-                    m = workers[side].run(sides[side], timeout=options.timeout, time_it=options.time_it,
-                                          policy=options.policy)
-                except RuntimeError as exc:  # the worker failed to start
-                    m = Measurement(sides[side], Status.CRASHED, str(exc))
-                timed.append((m, time.perf_counter() - began))
+            timed = [_run_one(workers[side], sides[side], options) for side in ready]
         for side, (m, wall) in zip(ready, timed):
             results[side] = _recorded(workers[side], m, wall, started[side], on_worker, timed_out[side])
         for side in sorted(results):
             yield results[side]
             progress(sides[side], results[side])
+
+
+def _run_one(worker: WorkerProcess, cell: Cell, options: RunOptions) -> tuple[Measurement, float]:
+    """One cell in its worker, unpaced, with the seconds it took (start-up included)."""
+    began = time.perf_counter()
+    try:
+        m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
+    except RuntimeError as exc:  # the worker failed to start
+        m = Measurement(cell, Status.CRASHED, str(exc))
+    return m, time.perf_counter() - began
 
 
 def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: RunOptions) -> Measurement | None:

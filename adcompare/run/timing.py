@@ -80,13 +80,17 @@ def first_call(prepared: Prepared, sync: Callable[[Any], None]) -> tuple[Any, fl
     return out, time.perf_counter() - start
 
 
+# timing.measure's `pace` (rule 6): (done, last block's wall per call, its CPU per call, seconds spent) → go on?
+Pace = Callable[[bool, float | None, float | None, float], bool]
+
+
 def _calls_per_block(per_call: float, policy: TimingPolicy) -> int:
     return int(min(policy.max_number, max(1, math.ceil(policy.block_time / max(per_call, 1e-9)))))
 
 
 def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, *,
             compiled: bool, policy: TimingPolicy = TimingPolicy(),
-            pace: Callable[[bool, float | None, float | None, float], bool] | None = None) -> Timing:
+            pace: Pace | None = None) -> Timing:
     """Steady-state timing after a first call that the caller already made (and checked); `pace`: rule 6 above."""
     run = prepared.run
     began = time.perf_counter()
