@@ -9,8 +9,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import pickle
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +40,6 @@ def once_per_run(name: str, compute: Callable[[], Any]) -> Any:
                 path.write_bytes(pickle.dumps(value))
     _IN_PROCESS[name] = value
     return value
-
-
-@contextmanager
-def one_at_a_time(name: str) -> Iterator[None]:
-    """Holds `name`'s lock among this run's workers (nothing to hold without xdist): for tests in different modules
-    that build the same thing in a shared place, such as the `--env` environments in the user's cache."""
-    folder = RUN_FOLDER[0]
-    if folder is None:
-        yield
-        return
-    with open(folder / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def problem_names(registry: Registry) -> frozenset[str]:

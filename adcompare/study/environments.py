@@ -292,7 +292,7 @@ def in_use(specs: Sequence[EnvironmentSpec], *, root: Path | None = None, instal
             ready[spec.name] = replace(by_key[key], name=spec.name)
         built = {CURRENT: current()}
         for spec in specs:
-            built[spec.name] = ready.get(spec.name) or (current() if spec.name == CURRENT else existing(spec))
+            built[spec.name] = ready.get(spec.name) or (built[CURRENT] if spec.name == CURRENT else existing(spec))
         yield built
 
 
