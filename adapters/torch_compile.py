@@ -73,7 +73,7 @@ def prepare_compiled(torch: ModuleType, fn: Callable[..., Any], args: tuple[Any,
     """`fn(*args)` under torch.compile, compiled on its first call; a graph break fails the cell."""
     torch._dynamo.reset()  # fresh per cell: torch.func wrappers share one code object (see the module docstring)
     torch._dynamo.config.fail_on_recompile_limit_hit = True  # never fall back to eager silently
-    torch.compiler.set_stance("default")  # the previous compiled cell left "fail_on_recompile" set
+    torch.compiler.set_stance("default")  # a compiled cell never closed (run_once's callers) left its stance
     cache = _inductor_cache_dir()
     details = {**details, "inductor_cache_dir": str(cache),
                "inductor_cache_dir_before": "populated" if _populated(cache / "fxgraph") else "empty"}
@@ -95,5 +95,8 @@ def prepare_compiled(torch: ModuleType, fn: Callable[..., Any], args: tuple[Any,
         torch.compiler.set_stance("fail_on_recompile")  # a recompile during timing raises, not hides
         return found
 
+    def close() -> None:  # the process goes on: pytest-benchmark's, a conformance test's, the user's own code
+        torch.compiler.set_stance("default")
+
     return Prepared(run, compile_seconds=None, compile_method=COMPILE_METHOD, details=details,
-                    after_first_call=after_first_call)
+                    after_first_call=after_first_call, close=close)

@@ -65,7 +65,7 @@ from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
 from adcompare.plugin.registry import Registry
-from adcompare.run.in_process import describe_exception, first_call
+from adcompare.run.in_process import describe_exception, first_call, release
 from adcompare.run.runner import RunOptions, run
 from adcompare.study.plan import Plan
 from adcompare.verify.cell_inputs import cell_inputs
@@ -206,6 +206,8 @@ def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device:
     except Exception as exc:
         return Outcome(None, want, error=describe_exception(exc), status=Status.FAILED,
                        message=f"second call: {describe_exception(exc)}")
+    finally:  # the test process goes on to other cases: a cell's helpers and settings end with it
+        release(called.prepared)
     breaches = []
     if not isinstance(called.output, (np.ndarray, np.generic)):  # a NumPy scalar for a 0-d result is fine
         breaches.append(f"to_numpy returned {type(called.output).__name__}, not a NumPy array")

@@ -114,3 +114,33 @@ def test_a_cell_on_several_devices_is_skipped_in_process_with_the_command_that_t
     cell = Cell("mlp_loss", "B16-h16", "pmap_grad", "jax", "eager", "cpu", "float32", devices=2)
     with pytest.raises(pytest.skip.Exception, match=r"adcompare run --devices 2"):
         benchmark_cell(cell, Recorder())
+
+
+def test_in_process_paths_release_the_prepared_cell(monkeypatch):
+    """pytest-benchmark's cell and the conformance suite's case run in a process that goes on to other cells, so
+    both close the prepared cell as `adcompare run`'s worker does (torch.compile's recompile stance, torch's gloo
+    helpers): a passing cell and a mismatching one alike."""
+    import dataclasses
+
+    from adcompare.model.cell import Cell
+    from adcompare.plugin import registry as plugins
+    from adcompare.run.benchmark_cell import benchmark_cell
+    from adcompare.testing import Case, run_case
+
+    pytest.importorskip("autograd")
+    adapter = plugins.load().adapter("autograd")
+    closed: list[str] = []
+    prepare = type(adapter).prepare
+    monkeypatch.setattr(type(adapter), "prepare", lambda self, request: dataclasses.replace(
+        prepare(self, request), close=lambda: closed.append(request.operator)))
+
+    class Recorder:
+        group, extra_info = None, {}
+
+        def __call__(self, function):
+            function()
+
+    benchmark_cell(Cell("f_r2_r3", "n2", "jacrev", "autograd", "eager", "cpu", "float64"), Recorder())
+    assert closed == ["jacrev"]
+    outcome = run_case(adapter, plugins.load().problem("f_r2_r3"), Case("f_r2_r3", "n2", "jacfwd", "eager"), "float64")
+    assert outcome.status is Status.OK and closed == ["jacrev", "jacfwd"]

@@ -88,8 +88,8 @@ def _vmapped_jacobian_and_dynamo(fn):
     xb = torch.asarray(np.stack([probe_input(), probe_input()[::-1].copy()]))
     torch.func.vmap(torch.func.jacrev(fn))(xb)
     torch._dynamo.reset()
-    # The default stance: a compiled cell earlier in this process (the conformance suite's) leaves the adapter's
-    # "fail_on_recompile", and the probes here compile one function after another.
+    # The default stance: a compiled cell earlier in this process that was never closed (run_once's caller's)
+    # leaves the adapter's "fail_on_recompile", and the probes here compile one function after another.
     with torch.compiler.set_stance("default"):
         return torch.compile(torch.func.jacrev(fn), fullgraph=True, backend="eager")(xb[0])  # Dynamo: no inductor
 
@@ -246,6 +246,9 @@ def _compiled(adapter, prob, operator):
     np.testing.assert_array_equal(again, out)
     assert out.dtype == np.float32
     assert status_of(check_result(prob, size, operator, "float32", inputs, out)) is Status.OK
+    assert torch._dynamo.eval_frame._stance.stance == "fail_on_recompile"  # while the cell is timed
+    prepared.close()  # the cell is done: the process's later torch.compile calls may recompile again
+    assert torch._dynamo.eval_frame._stance.stance == "default"
     return details
 
 
