@@ -160,3 +160,44 @@ def test_run_labels_expected_failures_and_keeps_wide_tables_in_a_pipe(tmp_path):
     from adcompare.store.results import load
 
     assert "data-dependent" in load([out]).measurements[0].details["expected_failure"]
+
+
+def test_an_interrupted_run_says_what_it_kept_and_how_to_go_on(tmp_path, capsys, monkeypatch):
+    """Ctrl-C after a run's first cell: exit 130, the message counts the cell the file holds and names --resume,
+    which then finds nothing left to run; Ctrl-C in a command that writes no results claims none."""
+    pytest.importorskip("autograd")
+    from adcompare.cli import run as run_command
+    from adcompare.store.results import load
+
+    def first_cell_then_ctrl_c(*args, **kwargs):
+        run_command_execute(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    run_command_execute = run_command.execute
+    monkeypatch.setattr(run_command, "execute", first_cell_then_ctrl_c)
+    path = tmp_path / "r.jsonl"
+    argv = ["run", "--adapter", "autograd", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
+            "--variant", "eager", "--dtype", "float64", "--no-progress", "-o", str(path)]
+    assert main(argv) == 130
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"interrupted; the 1 cell(s) that finished are in '{path}': add --resume -o {path}" in said
+    assert [m.cell.key for m in load([path]).measurements] == ["exp_dot_loss/n10/grad/autograd/eager/cpu/float64"]
+    monkeypatch.setattr(run_command, "execute", run_command_execute)
+    assert main([*argv, "--resume"]) == 0 and len(load([path]).measurements) == 1
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "execute", ctrl_c)
+    assert main([*argv[:-1], str(tmp_path / "none.jsonl")]) == 130
+    assert "interrupted before any cell finished" in capsys.readouterr().err
+    monkeypatch.setattr("adcompare.cli.inventory.command", ctrl_c)
+    assert main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "adcompare: interrupted"
+
+
+def test_a_run_refused_for_its_selection_leaves_no_results_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--problem", "no_such_problem", "--no-progress"]) == 2
+    assert "unknown problem 'no_such_problem'" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())

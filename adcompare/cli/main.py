@@ -96,5 +96,5 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[bold red]adcompare:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        console.print("adcompare: interrupted; finished cells are in the results file (use --resume)")
+        console.print("adcompare: interrupted")  # a command writing results says what it kept (Interrupted)
         return 130

@@ -17,7 +17,7 @@ from adcompare.analysis.findings import findings, top
 from adcompare.cli import tables
 from adcompare.cli.tables import err, out
 from adcompare.model.cell import Cell
-from adcompare.model.errors import UsageError
+from adcompare.model.errors import Interrupted, UsageError
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry, load
@@ -183,3 +183,11 @@ def print_findings(measurements: Sequence[Measurement]) -> None:
     """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
     found = findings(measurements)
     tables.print_findings(out, top(found), len(found))
+
+
+def interrupted(path: str | Path, finished: int, then: str) -> Interrupted:
+    """What Ctrl-C left of a run writing `path`: its `finished` cells, each flushed as it finished; `then` says how
+    to go on from them."""
+    if finished == 0:
+        return Interrupted(f"interrupted before any cell finished; {str(path)!r} holds none of this run's cells")
+    return Interrupted(f"interrupted; the {finished} cell(s) that finished are in {str(path)!r}: {then}")

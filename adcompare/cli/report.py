@@ -8,7 +8,7 @@ import datetime
 import importlib.util
 from pathlib import Path
 
-from adcompare.cli.pipeline import execute, load_registry, plan_cells, print_findings, run_provenance
+from adcompare.cli.pipeline import execute, interrupted, load_registry, plan_cells, print_findings, run_provenance
 from adcompare.cli.tables import out
 from adcompare.model.errors import UsageError
 from adcompare.plugin.registry import Registry
@@ -27,9 +27,13 @@ def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path
         raise UsageError(f"{str(out_dir)!r} already holds the results of an earlier report; choose another -o, "
                          f"or report them: adcompare report {path}")
     plan = plan_cells(registry, Selection(suite="quick"), memory_limit_gib=args.memory_limit)
-    with ResultsWriter(path, run_provenance(registry, args.threads)) as writer:
-        execute(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads),
-                show_progress=not args.no_progress, writer=writer)
+    writer: ResultsWriter | None = None
+    try:
+        with ResultsWriter(path, run_provenance(registry, args.threads)) as writer:
+            execute(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads),
+                    show_progress=not args.no_progress, writer=writer)
+    except KeyboardInterrupt:
+        raise interrupted(path, writer.cells if writer else 0, f"report them with: adcompare report {path}") from None
     return load([path])
 
 

@@ -11,6 +11,7 @@ from adcompare.cli.arguments import shard_options
 from adcompare.cli.pipeline import (
     environments_in_use,
     execute,
+    interrupted,
     load_registry,
     machine,
     past_runs,
@@ -92,21 +93,27 @@ def command(args: argparse.Namespace) -> int:
     registry = load_registry(args.plugin, args.inputs, args.seed)
     if args.dry_run:
         return _dry_run(registry, args)
-    output, fresh = _settle_output(args)
     if args.executor:
-        return executors.run_study(sharded_run(args, output))
-    plan = _plan(registry, args)
+        return executors.run_study(sharded_run(args, _settle_output(args)[0]))
+    plan = _plan(registry, args)  # before the output: a selection error leaves no empty results file behind
+    output, fresh = _settle_output(args)
     header = run_provenance(registry, args.threads)
     st = _study(registry, plan, args, output, header["machine"]["fingerprint"])
-    with environments_in_use(registry, args.env or (), header) as envs:  # held until the last worker ends
-        options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
-                             budget=args.max_time or "", rounds=args.rounds)
-        with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
-            for m in st.left_out:
-                writer.add(m)
-            measurements = execute(registry, st.plan, options, show_progress=not args.no_progress, writer=writer,
-                                   envs=envs)
-            measurements = [*measurements, *st.left_out]
+    writer: ResultsWriter | None = None
+    try:
+        with environments_in_use(registry, args.env or (), header) as envs:  # held until the last worker ends
+            options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
+                                 budget=args.max_time or "", rounds=args.rounds)
+            with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
+                for m in st.left_out:
+                    writer.add(m)
+                measurements = execute(registry, st.plan, options, show_progress=not args.no_progress,
+                                       writer=writer, envs=envs)
+                measurements = [*measurements, *st.left_out]
+    except KeyboardInterrupt:
+        finished = writer.cells - len(st.left_out) if writer else 0  # left_out: recorded as planned, not run
+        raise interrupted(output, finished, f"add --resume -o {output} to the same command to run the rest") \
+            from None
     tables.print_summary(out, measurements)
     print_findings(measurements)
     out.print(f"results: {output}")

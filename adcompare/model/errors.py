@@ -38,6 +38,13 @@ class PluginError(UsageError):
     broken (plugins.BrokenPlugin), and the rest keep working."""
 
 
+class Interrupted(AdcompareError):
+    """The user pressed Ctrl-C while cells ran; the message says where the finished ones are (exit 130, as for
+    SIGINT)."""
+
+    exit_code = 130
+
+
 class SchedulerError(AdcompareError):
     """The scheduler refused or could not be reached (e.g. sbatch failed); nothing of the study was lost."""
 

@@ -209,6 +209,7 @@ class ResultsWriter:
         if not fresh:
             refuse_existing(self.path, resume=resume, overwrite=overwrite)
         self.machine = Machine.from_json(provenance.get("machine") or provenance)
+        self.cells = 0  # cells this writer added: what an interrupted run kept
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -244,6 +245,7 @@ class ResultsWriter:
         if not measurement.machine:
             measurement = replace(measurement, machine=self.machine.id)
         self._write({"record": "cell", **measurement.to_json()})
+        self.cells += 1
 
     def add_worker(self, info: dict[str, Any]) -> None:
         self._write({"record": "worker", **info})
