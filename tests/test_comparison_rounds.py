@@ -211,6 +211,35 @@ def test_run_in_rounds_uses_fresh_workers_and_compare_decides_between_rounds(tmp
     assert "spread between rounds" in captured.err
 
 
+def test_ctrl_c_in_a_later_round_keeps_every_cell_from_the_rounds_it_finished():
+    """The records of a run in rounds are written after the last round, so Ctrl-C there used to lose every
+    measurement of a long run: each timed cell is now recorded from the rounds it finished, and says so."""
+    pytest.importorskip("autograd")
+    from adcompare.plugin import registry as plugins
+    from adcompare.run import runner
+    from adcompare.study.plan import Plan
+
+    cells = [Cell("exp_dot_loss", "n10", op, "autograd", "eager", "cpu", "float64") for op in ("value", "grad")]
+    starts: list[Cell] = []
+
+    def ctrl_c_in_round_2(cell, measurement):
+        if measurement is None:
+            starts.append(cell)
+            if len(starts) == len(cells) + 1:  # the first cell of round 2
+                raise KeyboardInterrupt
+
+    recorded: list[Measurement] = []
+    options = runner.RunOptions(timeout=600, threads=1, rounds=3,
+                                policy=TimingPolicy(min_time=0.01, max_time=0.05, warmup_time=0.0, min_samples=3))
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(plugins.load(), Plan(tuple(cells), ()), options, record=recorded.append,
+                   progress=ctrl_c_in_round_2)
+    assert sorted(m.cell.operator for m in recorded) == ["grad", "value"]
+    for m in recorded:
+        assert m.status is Status.OK and (m.details["rounds"], m.details["rounds_planned"]) == (1, 3)
+        assert len(m.timing.rounds) == 1 and m.timing.samples
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The run-wide shift: a candidate run made under heavier load is slower in every cell; cells are judged against it
 

@@ -15,7 +15,9 @@ A cell keeps one record in the results file: written when its last round finishe
 `timing.samples` (and `timing.cpu_samples`), each round's median, fastest block, median CPU time and block
 count in `timing.rounds`, `timing.round_minima`, `timing.round_cpu` and `timing.round_blocks`, and first call,
 compile time and the derivative check from round 1 (later rounds repeat the check; a later round that fails makes
-the cell's record that failure).
+the cell's record that failure). Ctrl-C records every timed cell from the rounds it finished (`details.rounds` <
+`details.rounds_planned`), so a long run interrupted in its last round keeps what it measured; `--resume` keeps
+those records as they are.
 """
 from __future__ import annotations
 
@@ -32,12 +34,13 @@ def timed(m: Measurement) -> bool:
     return m.status is Status.OK and m.timing is not None and bool(m.timing.samples)
 
 
-def merge_rounds(rounds: Sequence[Measurement]) -> Measurement:
-    """One record from a cell's rounds, in round order (round 1 first)."""
+def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None) -> Measurement:
+    """One record from a cell's rounds, in round order (round 1 first); `planned`: the rounds asked for, when fewer
+    finished (an interrupted run)."""
     first = rounds[0]
     if not timed(first):
         return first
-    total = len(rounds)
+    total = planned or len(rounds)
     for number, m in enumerate(rounds[1:], start=2):
         if m.status.is_failure:  # a cell that fails in any round is not a cell that works
             return replace(m, message=f"round {number} of {total}: {m.message}")

@@ -109,20 +109,28 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
                        options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
                        progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
     """Every group once per round, in fresh workers; odd rounds in reverse order. A cell is yielded once: when
-    round 1 did not time it (failed, unsupported, …), else merged after its last round (rounds.py)."""
+    round 1 did not time it (failed, unsupported, …), else merged after its last round (rounds.py). Ctrl-C yields
+    every timed cell merged from the rounds it finished (its details say how many of how many) before it goes on
+    up: a long run interrupted in its last round keeps what it measured."""
     seen: dict[str, list[Measurement]] = defaultdict(list)
-    for number in range(options.rounds):
-        chosen = {g: [c for c in cells if number == 0 or timed(seen[c.key][0])] for g, cells in groups.items()}
-        if number % 2:
-            chosen = {g: cells[::-1] for g, cells in reversed(list(chosen.items()))}
-        last = number == options.rounds - 1
-        for m in _measure_groups(registry, {g: c for g, c in chosen.items() if c}, options, cache_dir,
-                                 on_worker, progress):
-            seen[m.cell.key].append(m)
-            if number == 0 and not timed(m):
-                yield m
-            elif last:
-                yield merge_rounds(seen[m.cell.key])
+    yielded: set[str] = set()
+    try:
+        for number in range(options.rounds):
+            chosen = {g: [c for c in cells if number == 0 or timed(seen[c.key][0])] for g, cells in groups.items()}
+            if number % 2:
+                chosen = {g: cells[::-1] for g, cells in reversed(list(chosen.items()))}
+            last = number == options.rounds - 1
+            for m in _measure_groups(registry, {g: c for g, c in chosen.items() if c}, options, cache_dir,
+                                     on_worker, progress):
+                seen[m.cell.key].append(m)
+                if (number == 0 and not timed(m)) or last:
+                    yielded.add(m.cell.key)
+                    yield merge_rounds(seen[m.cell.key])
+    except KeyboardInterrupt:
+        for key, rounds in seen.items():
+            if key not in yielded:
+                yield merge_rounds(rounds, planned=options.rounds)
+        raise
 
 
 def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions,
