@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import statistics
+import subprocess
+import sys
 import time
 
 import pytest
@@ -238,6 +241,25 @@ def test_ctrl_c_in_a_later_round_keeps_every_cell_from_the_rounds_it_finished():
     for m in recorded:
         assert m.status is Status.OK and (m.details["rounds"], m.details["rounds_planned"]) == (1, 3)
         assert len(m.timing.rounds) == 1 and m.timing.samples
+
+
+def test_sigterm_in_a_run_with_rounds_records_what_finished_and_exits_143(tmp_path):
+    """A scheduler's time limit (SIGTERM) is handled as Ctrl-C: the cell is written from its finished rounds."""
+    pytest.importorskip("autograd")
+    path = tmp_path / "r.jsonl"
+    run = subprocess.Popen([sys.executable, "-m", "adcompare", "run", "--adapter", "autograd", "--problem",
+                            "exp_dot_loss", "--size", "n10", "--operator", "grad", "--variant", "eager", "--dtype",
+                            "float64", "--no-progress", "--rounds", "200", "-o", str(path)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300  # a safety net: two worker starts take about a second here
+    while time.monotonic() < deadline and (not path.exists() or path.read_text().count('"record": "worker"') < 3):
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    said = " ".join(run.communicate(timeout=300)[0].split())
+    assert run.returncode == 143, said
+    assert f"terminated (SIGTERM); the 1 cell(s) that finished are in '{path}'" in said
+    (m,) = load([path]).measurements
+    assert m.status is Status.OK and 2 <= m.details["rounds"] < 200 and m.details["rounds_planned"] == 200
 
 
 # ---------------------------------------------------------------------------------------------------------------

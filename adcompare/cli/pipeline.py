@@ -185,9 +185,12 @@ def print_findings(measurements: Sequence[Measurement]) -> None:
     tables.print_findings(out, top(found), len(found))
 
 
-def interrupted(path: str | Path, finished: int, then: str) -> Interrupted:
-    """What Ctrl-C left of a run writing `path`: its `finished` cells, each flushed as it finished; `then` says how
-    to go on from them."""
-    if finished == 0:
-        return Interrupted(f"interrupted before any cell finished; {str(path)!r} holds none of this run's cells")
-    return Interrupted(f"interrupted; the {finished} cell(s) that finished are in {str(path)!r}: {then}")
+def interrupted(path: str | Path, finished: int, then: str, terminated: bool = False) -> Interrupted:
+    """What Ctrl-C (or SIGTERM: `terminated`) left of a run writing `path`: its `finished` cells, each flushed as
+    it finished; `then` says how to go on from them."""
+    how = "terminated (SIGTERM)" if terminated else "interrupted"
+    stop = Interrupted(f"{how} before any cell finished; {str(path)!r} holds none of this run's cells"
+                       if finished == 0 else
+                       f"{how}; the {finished} cell(s) that finished are in {str(path)!r}: {then}")
+    stop.exit_code = 143 if terminated else 130  # the shell's 128 + signal number
+    return stop

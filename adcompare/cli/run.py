@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+from contextlib import contextmanager
 from pathlib import Path
 
 from adcompare.cli import tables
@@ -32,6 +34,22 @@ from adcompare.study import scope as study
 from adcompare.study.plan import Plan
 from adcompare.study.shards import ShardSpec
 from adcompare.verify.expectations import expected_reason
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's time limit, `kill`), handled as Ctrl-C is: what finished is written first."""
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    def terminate(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _plan(registry: Registry, args: argparse.Namespace) -> Plan:
@@ -101,7 +119,8 @@ def command(args: argparse.Namespace) -> int:
     st = _study(registry, plan, args, output, header["machine"]["fingerprint"])
     writer: ResultsWriter | None = None
     try:
-        with environments_in_use(registry, args.env or (), header) as envs:  # held until the last worker ends
+        # the environments are held until the last worker ends
+        with _sigterm_as_interrupt(), environments_in_use(registry, args.env or (), header) as envs:
             options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
                                  budget=args.max_time or "", rounds=args.rounds)
             with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
@@ -110,10 +129,10 @@ def command(args: argparse.Namespace) -> int:
                 measurements = execute(registry, st.plan, options, show_progress=not args.no_progress,
                                        writer=writer, envs=envs)
                 measurements = [*measurements, *st.left_out]
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         finished = writer.cells - len(st.left_out) if writer else 0  # left_out: recorded as planned, not run
-        raise interrupted(output, finished, f"add --resume -o {output} to the same command to run the rest") \
-            from None
+        raise interrupted(output, finished, f"add --resume -o {output} to the same command to run the rest",
+                          terminated=isinstance(stop, Terminated)) from None
     tables.print_summary(out, measurements)
     print_findings(measurements)
     out.print(f"results: {output}")

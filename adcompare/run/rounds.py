@@ -15,9 +15,9 @@ A cell keeps one record in the results file: written when its last round finishe
 `timing.samples` (and `timing.cpu_samples`), each round's median, fastest block, median CPU time and block
 count in `timing.rounds`, `timing.round_minima`, `timing.round_cpu` and `timing.round_blocks`, and first call,
 compile time and the derivative check from round 1 (later rounds repeat the check; a later round that fails makes
-the cell's record that failure). Ctrl-C records every timed cell from the rounds it finished (`details.rounds` <
-`details.rounds_planned`), so a long run interrupted in its last round keeps what it measured; `--resume` keeps
-those records as they are.
+the cell's record that failure). Ctrl-C (and SIGTERM, which `run` turns into it) records every timed cell from the
+rounds it finished (`details.rounds` < `details.rounds_planned`), so a long run interrupted in its last round keeps
+what it measured; `--resume` keeps those records as they are.
 """
 from __future__ import annotations
 
