@@ -355,6 +355,8 @@ class ComparisonRow:
         return "slower" if d.ratio.ratio > self.against else "faster"
 
     def to_json(self) -> dict:
+        """One row for `compare --json`: `ratio`/`low`/`high` as decided (on `clock`); the medians are wall-clock,
+        for reading, and need not give `ratio`."""
         r, d = self.ratio, self.difference
         return {"cell": self.cell.to_json(), "key": self.cell.key, "baseline_median": self.baseline,
                 "candidate_median": self.candidate, "ratio": self.change,
