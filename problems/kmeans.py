@@ -72,10 +72,19 @@ def _(k, n, d):
     return Shapes(wrt=(k, d), output=(), flops=3 * n * k * d, operations=9)
 
 
+def _rows_of_one_width(data: dict) -> bool:
+    """points and centroids are non-empty lists of rows whose first rows have the same d ≥ 1 (what the header
+    reads; the reader checks every row when it builds the arrays)."""
+    points, centroids = data["points"], data["centroids"]
+    return all(isinstance(rows, list) and rows and isinstance(rows[0], list) for rows in (points, centroids)) \
+        and len(points[0]) == len(centroids[0]) > 0
+
+
 def _gradbench_json(path: str) -> dict:
     """GradBench's kmeans input: a JSON object with `points` (n rows of d) and `centroids` (k rows of d)."""
-    return read_json_object(path, f"GradBench's kmeans input (a JSON object with {' and '.join(INPUT_KEYS)}, lists "
-                                  f"of rows)", INPUT_KEYS)
+    return read_json_object(path, "GradBench's kmeans input (a JSON object with points, n ≥ 1 rows of d ≥ 1 "
+                                  "numbers, and centroids, k ≥ 1 rows of the same d)", INPUT_KEYS,
+                            valid=_rows_of_one_width)
 
 
 @kmeans.reads_header
@@ -83,7 +92,7 @@ def read_header(path):
     """k, n, d from GradBench's JSON (it has no header: parsed, but no arrays built)."""
     data = _gradbench_json(path)
     points, centroids = data["points"], data["centroids"]
-    return {"k": len(centroids), "n": len(points), "d": len(points[0]) if points else 0}
+    return {"k": len(centroids), "n": len(points), "d": len(points[0])}
 
 
 @kmeans.reads

@@ -206,3 +206,15 @@ def test_every_gradbench_json_reader_refuses_another_input_in_one_line_naming_th
         message = str(refused.value)
         assert type(refused.value) is ValueError and len(message.splitlines()) == 1, message
         assert message.startswith(f"{path}: not {JSON_READERS[name]} (") and reason in message, message
+
+
+@pytest.mark.parametrize("data", [{"points": [], "centroids": [[1.0, 2.0]]}, {"points": [[1.0]], "centroids": []},
+                                  {"points": [[1.0, 2.0]], "centroids": [[1.0]]}, {"points": [[]], "centroids": [[]]}],
+                         ids=["no-points", "no-centroids", "two-widths", "d=0"])
+def test_kmeans_header_refuses_what_the_reader_would(tmp_path, data):
+    """Planning reads the header only: a file the reader refuses must not plan a cell of k, n or d = 0."""
+    path = _json_file(tmp_path / "kmeans.json", data)
+    problem = plugins.load().problem("kmeans")
+    for read in (problem.header_reader, problem.reader):
+        with pytest.raises(ValueError, match=r"kmeans.json: not GradBench's kmeans input \(a JSON object with points"):
+            read(path)
