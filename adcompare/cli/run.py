@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,6 +46,9 @@ def _sigterm_as_interrupt():
     def terminate(signum, frame):
         raise Terminated
 
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        yield
+        return
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
         yield
