@@ -301,6 +301,48 @@ def test_a_noisy_class_is_judged_by_its_own_spread_not_by_the_quiet_cells():
     assert {r.cell.size for r in regressions(rows)} == {eager.cell.size}
 
 
+def _lockstep(round_logs: list[float], wander: float, blocks: int = 9) -> tuple[Timing, Timing]:
+    """Baseline and candidate timed in lockstep: round r's paired blocks are exp(round_logs[r] + e) with the
+    offsets e spread evenly over ±2·wander (so the round's median block ratio is exactly exp(round_logs[r]))."""
+    offsets = [wander * (4 * i / (blocks - 1) - 2) for i in range(blocks)]
+    base = [[1e-4 * (1 + (i % 3)) for i in range(blocks)] for _ in round_logs]
+    cand = [[b * math.exp(lr + e) for b, e in zip(bs, offsets)] for bs, lr in zip(base, round_logs)]
+    return _blocks(base), _blocks(cand)
+
+
+def test_a_cell_whose_blocks_wander_more_than_its_class_is_judged_with_that_much_more_noise():
+    """The quick suite's false alarms were cells whose CPU time wandered far more than their class's, within a
+    round and so between rounds: each cell's σ is its class's times its block spread ÷ the class's median block
+    spread, where above 1. Two cells 25 % slower in every round: the one whose blocks wander like its class's is
+    flagged; the one whose blocks wander 8× more is not, and its row says from what slowdown it would be."""
+    rng = random.Random(11)
+    specs = [([rng.gauss(0, 0.02) for _ in range(3)], 0.02) for _ in range(20)]
+    specs += [([math.log(1.25)] * 3, 0.02), ([math.log(1.25)] * 3, 0.16)]
+    ms = []
+    for k, (logs, wander) in enumerate(specs):
+        cell = Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "grad", "torch", "eager", "cpu", "float32")
+        base, cand = _lockstep(logs, wander)
+        ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=base),
+               Measurement(replace(cell, environment="new"), Status.OK, timing=cand)]
+    rows = [p.timing for p in pair_environments(Results(({"environments": {"base": {}, "new": {}}},), tuple(ms)),
+                                                threshold=0.10)]
+    (noise,) = paired_noises(rows)
+    by_size = {r.cell.size: r for r in rows}
+    quiet, wandering = by_size[f"n{10 ** 21}"], by_size[f"n{10 ** 22}"]
+    offsets = [abs(0.02 * (4 * i / 8 - 2)) for i in range(9)]  # one cell's |block log ratio − round median|
+    typical = 1.4826 * statistics.median(offsets)
+    assert noise.block_spreads["torch eager"] == pytest.approx(typical)
+    assert wandering.difference.block_spread == pytest.approx(8 * typical)
+    assert noise.factor("torch eager", wandering.difference.block_spread) == pytest.approx(8)
+    assert noise.factor("torch eager", quiet.difference.block_spread) == pytest.approx(1)
+    half = noise.z * noise.sigma_of("torch eager") * 8 / math.sqrt(3)
+    assert wandering.ratio.low == pytest.approx(math.exp(math.log(1.25) - half))
+    assert {r.cell.size for r in regressions(rows)} == {quiet.cell.size}
+    caught = noise.resolution(0.10, "torch eager", 8 * typical)
+    assert caught > 0.25 and wandering.verdict == f"same (within the run's paired noise (from {caught:.0%} caught))"
+    assert noise.to_json()["block_spreads"] == {"torch eager": pytest.approx(typical)}
+
+
 def test_the_readme_form_plans_every_cell_in_base_and_current(capsys):
     """`--env base=@PYTHON --env current` (README's CI example): every cell once under base, once under current,
     base first (the baseline `compare RUN` takes)."""

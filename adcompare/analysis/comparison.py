@@ -27,13 +27,14 @@ difference is real depends on what the files hold (`differences`):
   --rounds N`): the runner times each cell's environments in lockstep (lockstep.py: their timed blocks alternate,
   milliseconds apart), so round r of both sides saw the same moments of the machine's load. The noise model is
   then the spread of the *paired* ratios candidate_r ÷ baseline_r (`PairedDifference`) — each the median over the
-  round's blocks of candidate block ÷ baseline block (`block_paired`; files without `round_blocks`: the ratio of
+  round's blocks of candidate block ÷ baseline block (`paired_blocks`; files without `round_blocks`: the ratio of
   the round values) — in which the load that drifts from minute to minute, or from one block to the next,
   cancels: the between-run variation two separate runs cannot remove (10–20 % in small eager cells here). What
   pairing cannot remove is what differs between the two processes at one moment (a block preempted on one side
   only, each process's own memory layout); it is pooled over the run's cells and over each class (adapter and
   variant; paired_noise.py) and sets the bar: a cell is slower when the interval exp(mean log ratio ± z·σ/√n)
-  lies above 1 (σ: the larger of its class's and the run's; z: Bonferroni over the cells compared), its ratio
+  lies above 1 (σ: the larger of its class's and the run's, times the cell's own block noise where it exceeds
+  its class's: `block_spread`; z: Bonferroni over the cells compared), its ratio
   exp(mean) is beyond 1 + threshold, and every paired round is slower — asv's rule for `--factor`: the noise
   model says whether it changed, the threshold whether by enough to matter. (The rules above, without a noise
   model, ask the whole interval to clear the threshold.) A noisy run flags less and says the smallest slowdown
@@ -163,6 +164,7 @@ class PairedDifference(RoundDifference):
     log_ratios: tuple[float, ...] = ()  # log(candidate_r ÷ baseline_r), one per round
     noise: PairedNoise | None = None
     noise_class: str = ""  # the class whose spread the cell is judged with (paired_noise.py)
+    block_spread: float | None = None  # how much one paired block's log ratio wanders within a round (block_spread)
 
     @property
     def against(self) -> float:
@@ -191,13 +193,14 @@ class PairedDifference(RoundDifference):
         if self.noise is not None:
             if self.ratio.low > 1 or self.ratio.high < 1:
                 return f"a change within {self.threshold:.0%}"
-            caught = self.noise.resolution(self.threshold, self.noise_class)
+            caught = self.noise.resolution(self.threshold, self.noise_class, self.block_spread)
             return f"within the run's paired noise (from {caught:.0%} caught)"
         return f"a paired round within {self.threshold:.0%}"
 
     def with_noise(self, noise: PairedNoise, noise_class: str) -> "PairedDifference":
         """Judged against the run's pooled noise for its class (paired_noise.py)."""
-        mean, half = statistics.fmean(self.log_ratios), noise.half_width(len(self.log_ratios), noise_class)
+        mean = statistics.fmean(self.log_ratios)
+        half = noise.half_width(len(self.log_ratios), noise_class, self.block_spread)
         ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
         return replace(self, ratio=ratio, noise=noise, noise_class=noise_class)
 
@@ -213,16 +216,18 @@ def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bo
     base, cand, clock = round_values(baseline, candidate, cpu)
     if len(base) != len(cand):
         return between_rounds(baseline, candidate, threshold, cpu)
-    ratios = block_paired(baseline, candidate, clock) or [c / b for b, c in zip(base, cand)]
+    blocks = paired_blocks(baseline, candidate, clock)
+    ratios = [statistics.median(r) for r in blocks] if blocks else [c / b for b, c in zip(base, cand)]
     return PairedDifference(Ratio(statistics.median(ratios), min(ratios), max(ratios), resampled=False), threshold,
-                            (len(base), len(cand)), clock, log_ratios=tuple(math.log(r) for r in ratios))
+                            (len(base), len(cand)), clock, log_ratios=tuple(math.log(r) for r in ratios),
+                            block_spread=block_spread(blocks) if blocks else None)
 
 
-def block_paired(baseline: Timing, candidate: Timing, clock: str) -> list[float] | None:
-    """Per round, the median over its blocks of candidate block ÷ baseline block, where the two sides were timed
-    in lockstep (lockstep.py: the same number of blocks each round, block i of both within milliseconds): the
-    load of each moment cancels block by block, not only round by round. None where the blocks cannot be paired
-    (files without `round_blocks`, or sides that timed different numbers of blocks)."""
+def paired_blocks(baseline: Timing, candidate: Timing, clock: str) -> list[list[float]] | None:
+    """Per round, candidate block ÷ baseline block for each of its blocks, where the two sides were timed in
+    lockstep (lockstep.py: the same number of blocks each round, block i of both within milliseconds): the load
+    of each moment cancels block by block, not only round by round. None where the blocks cannot be paired (files
+    without `round_blocks`, or sides that timed different numbers of blocks)."""
     counts = baseline.round_blocks
     if not counts or counts != candidate.round_blocks:
         return None
@@ -230,11 +235,25 @@ def block_paired(baseline: Timing, candidate: Timing, clock: str) -> list[float]
         (baseline.samples, candidate.samples)
     if len(a) != sum(counts) or len(b) != sum(counts) or min(a) <= 0 or min(b) <= 0:
         return None
-    ratios, start = [], 0
+    rounds, start = [], 0
     for count in counts:
-        ratios.append(statistics.median(y / x for x, y in zip(a[start:start + count], b[start:start + count])))
+        rounds.append([y / x for x, y in zip(a[start:start + count], b[start:start + count])])
         start += count
-    return ratios
+    return rounds
+
+
+def block_spread(blocks: list[list[float]]) -> float:
+    """How much one paired block's log ratio wanders around its round's median: 1.4826 × the median absolute
+    deviation, pooled over the rounds. A cell whose blocks wander more than its class's usually has paired rounds
+    that do too (issue 23's quick-suite runs: of the cells at over 1.5× their class's block spread, 29 % had a
+    paired round more than 15 % from its mean, against 2 % of those below their class's median), which
+    paired_noise.py charges it."""
+    deviations = []
+    for ratios in blocks:
+        logs = [math.log(r) for r in ratios]
+        middle = statistics.median(logs)
+        deviations += [abs(x - middle) for x in logs]
+    return 1.4826 * statistics.median(deviations)
 
 
 def round_values(baseline: Timing, candidate: Timing, cpu: bool) -> tuple[tuple[float, ...], tuple[float, ...], str]:
@@ -280,7 +299,8 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
         for (_, b), d in zip(matched, rounds):
             if isinstance(d, PairedDifference):
                 by_clock[d.clock].append((d, noise_class(b.cell)))
-        noises = {clock: pooled([d.log_ratios for d, _ in ds], clock, [c for _, c in ds])
+        noises = {clock: pooled([d.log_ratios for d, _ in ds], clock, [c for _, c in ds],
+                                [d.block_spread for d, _ in ds])
                   for clock, ds in by_clock.items()}
         rounds = [d.with_noise(noise, noise_class(b.cell))
                   if isinstance(d, PairedDifference) and (noise := noises[d.clock]) else d

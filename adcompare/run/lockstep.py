@@ -7,7 +7,7 @@ round's CPU-time ratio wandered by σ ≈ 0.15–0.30 between honest sides, so a
 requests (protocol.py) make the worker ask before each timed block: each side prepares, makes its first call and
 warms up on its own, in turn, then the parent hands out the blocks one side after the other — block i of every
 side within a few block lengths (10 ms) of the others — so the load of a moment falls on both sides alike, and
-`compare` pairs the blocks (comparison.block_paired). Blocks go on until every side's own timing rule is done
+`compare` pairs the blocks (comparison.paired_blocks). Blocks go on until every side's own timing rule is done
 *and* the pairing is precise: the distribution-free 95 % interval of the median block ratio (each side against
 the first; process CPU time on the CPU, wall time on a device) lies within ±PAIRED_PRECISION — or each side's
 blocks have taken PAIRED_MAX_TIME. Measured here at load 4, one block ratio of an honest pair wanders by
