@@ -2,6 +2,7 @@
 that times a baseline and a candidate environment in turn (`run --env base=@PY --env new=@PY --rounds N`).
 
     python benchmarks/gate_ab.py --out DIR                  # issue 23's selection: 3 honest + 3 slowed A/B runs
+    python benchmarks/gate_ab.py --out DIR --suite          # the quick suite (benchmarks/results/gate/quick/)
     python benchmarks/gate_ab.py --out DIR --reuse          # re-decide the runs already in DIR (no run is made)
 
 Both environments are this interpreter behind a small wrapper script written into DIR (`base.sh`, `new.sh`, and
