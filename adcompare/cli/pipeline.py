@@ -17,7 +17,7 @@ from adcompare.analysis.findings import findings, top
 from adcompare.cli import tables
 from adcompare.cli.tables import err, out
 from adcompare.model.cell import Cell
-from adcompare.model.errors import Interrupted, UsageError
+from adcompare.model.errors import Interrupted, Terminated, UsageError
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry, load
@@ -188,9 +188,7 @@ def print_findings(measurements: Sequence[Measurement]) -> None:
 def interrupted(path: str | Path, finished: int, then: str, terminated: bool = False) -> Interrupted:
     """What Ctrl-C (or SIGTERM: `terminated`) left of a run writing `path`: its `finished` cells, each flushed as
     it finished; `then` says how to go on from them."""
-    how = "terminated (SIGTERM)" if terminated else "interrupted"
-    stop = Interrupted(f"{how} before any cell finished; {str(path)!r} holds none of this run's cells"
-                       if finished == 0 else
-                       f"{how}; the {finished} cell(s) that finished are in {str(path)!r}: {then}")
-    stop.exit_code = 143 if terminated else 130  # the shell's 128 + signal number
-    return stop
+    how, error = ("terminated (SIGTERM)", Terminated) if terminated else ("interrupted", Interrupted)
+    if finished == 0:
+        return error(f"{how} before any cell finished; {str(path)!r} holds none of this run's cells")
+    return error(f"{how}; the {finished} cell(s) that finished are in {str(path)!r}: {then}")

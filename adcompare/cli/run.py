@@ -37,14 +37,14 @@ from adcompare.study.shards import ShardSpec
 from adcompare.verify.expectations import expected_reason
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler's time limit, `kill`), handled as Ctrl-C is: what finished is written first."""
+class SigtermReceived(KeyboardInterrupt):
+    """SIGTERM (a scheduler's time limit, `kill`), raised where Ctrl-C would be: what finished is written first."""
 
 
 @contextmanager
 def _sigterm_as_interrupt():
     def terminate(signum, frame):
-        raise Terminated
+        raise SigtermReceived
 
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
         yield
@@ -136,7 +136,7 @@ def command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as stop:
         finished = writer.cells - len(st.left_out) if writer else 0  # left_out: recorded as planned, not run
         raise interrupted(output, finished, f"add --resume -o {output} to the same command to run the rest",
-                          terminated=isinstance(stop, Terminated)) from None
+                          terminated=isinstance(stop, SigtermReceived)) from None
     tables.print_summary(out, measurements)
     print_findings(measurements)
     out.print(f"results: {output}")

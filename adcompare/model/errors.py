@@ -45,6 +45,12 @@ class Interrupted(AdcompareError):
     exit_code = 130
 
 
+class Terminated(Interrupted):
+    """SIGTERM (a scheduler's time limit, `kill`) while cells ran, handled as Ctrl-C is (exit 143, as for SIGTERM)."""
+
+    exit_code = 143
+
+
 class SchedulerError(AdcompareError):
     """The scheduler refused or could not be reached (e.g. sbatch failed); nothing of the study was lost."""
 
