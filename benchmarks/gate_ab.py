@@ -4,6 +4,7 @@ that times a baseline and a candidate environment in turn (`run --env base=@PY -
     python benchmarks/gate_ab.py --out DIR                  # issue 23's selection: 3 honest + 3 slowed A/B runs
     python benchmarks/gate_ab.py --out DIR --suite          # the quick suite (benchmarks/results/gate/quick/)
     python benchmarks/gate_ab.py --out DIR --reuse          # re-decide the runs already in DIR (no run is made)
+    python benchmarks/gate_ab.py --out DIR --suite --confirm 10   # runs with `run --confirm 10`
 
 Both environments are this interpreter behind a small wrapper script written into DIR (`base.sh`, `new.sh`, and
 `slow.sh`, which sets ADCOMPARE_GATE_SLOWDOWN / ADCOMPARE_GATE_CELL for benchmarks/gate_slowdown_plugin.py, loaded
@@ -16,7 +17,9 @@ Every run's wall time and the machine's load (`uptime`) before and after it go i
 verdicts; the same pairs are also decided unpaired (between rounds, the two-file rule without the run's shift)
 to show what the pairing buys; and each honest run's record is decided again with every cell's candidate times
 multiplied by ×1.1…×1.5 (`injected`): how many cells a slowdown of that size would have been caught in, on the
-noise the run really had.
+noise the run really had. With `--confirm PCT` the runs confirm what their rounds flag (`run --confirm PCT`), and
+each run's `first_decision` (the verdicts on the rounds before the confirmation, the rule without it) and the
+cells confirmed go into summary.json beside the final verdicts.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from adcompare.analysis.comparison import between_rounds, regressions
+from adcompare.analysis.comparison import between_rounds, regressions, rounds_between
 from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.model.measurement import Timing
 from adcompare.store.results import load
@@ -64,10 +67,10 @@ def load_average() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip().split("load average:")[-1]
 
 
-def ab_run(path: Path, base: str, new: str, rounds: int, selection: list[str]) -> dict:
+def ab_run(path: Path, base: str, new: str, rounds: int, selection: list[str], confirm: float | None) -> dict:
     argv = [sys.executable, "-m", "adcompare", "run", *selection, "--plugin", str(PLUGIN), "--no-progress",
             "--env", f"base=@{base}", "--env", f"new=@{new}", "--rounds", str(rounds), "-o", str(path),
-            "--overwrite"]
+            "--overwrite", *(["--confirm", f"{confirm:g}"] if confirm else [])]
     before, began = load_average(), time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "ADCOMPARE_GATE_SLOWDOWN": ""})
     wall = time.perf_counter() - began
@@ -104,6 +107,20 @@ def unpaired(path: Path, pct: float) -> list[str]:
             d = between_rounds(p.baseline.measured, p.candidate.measured, pct / 100)
             rows.append(dataclasses.replace(p.timing, difference=d))
     return [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(rows)]
+
+
+def first_decision(path: Path, pct: float) -> tuple[list[str], list[str]]:
+    """The cells confirmed (run --confirm), and the offending cells of the decision on the rounds before the
+    confirmation: what the gate said without it."""
+    results = load([path])
+    confirmed = sorted({m.cell.key.removesuffix(f"-{m.cell.environment}") for m in results.measurements
+                        if m.details.get("confirmation_rounds")})
+    ms = tuple(dataclasses.replace(m, timing=rounds_between(m.timing, 0, -k), details={})
+               if m.timing is not None and (k := m.details.get("confirmation_rounds")) else m
+               for m in results.measurements)
+    rows = [p.timing for p in pair_environments(dataclasses.replace(results, measurements=ms), threshold=pct / 100)
+            if p.timing is not None]
+    return confirmed, [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(rows)]
 
 
 INJECTED = (1.1, 1.15, 1.2, 1.3, 1.5)  # slowdowns injected into every cell of an honest run's recorded candidate
@@ -144,6 +161,7 @@ def main() -> None:
     p.add_argument("--suite", action="store_true", help="the quick suite instead of issue 23's selection")
     p.add_argument("--select", help="another selection, as run's options in one string (e.g. \"--problem "
                                     "exp_dot_loss --operator grad\"); it must hold the targets")
+    p.add_argument("--confirm", type=float, metavar="PCT", help="make the runs with run --confirm PCT")
     p.add_argument("--reuse", action="store_true", help="make no run: decide the run files already in --out")
     p.add_argument("--targets", default=",".join(TARGETS),
                    help="cells to slow down, as problem/operator/adapter/variant/n, comma-separated")
@@ -164,18 +182,20 @@ def main() -> None:
         plan = [(p if p.exists() else p.with_suffix(".jsonl.gz"), c) for p, c in plan]
     for path, candidate in plan:
         if not args.reuse:
-            runs[path.name] = ab_run(path, base, candidate, args.rounds, selection)
+            runs[path.name] = ab_run(path, base, candidate, args.rounds, selection, args.confirm)
             summary_path.write_text(json.dumps({"runs": runs}, indent=1))
 
     summary: dict = {"selection": selection or "quick suite", "rounds": args.rounds, "fail_above": args.fail_above,
-                     "slowdown": args.slowdown, "targets": targets, "runs": runs,
+                     "confirm": args.confirm, "slowdown": args.slowdown, "targets": targets, "runs": runs,
                      "honest": [], "slowed": []}
     for path, candidate in plan:
         code, offending = gate(path, args.fail_above)
         caught = {key: any(o.startswith(f"{key} ") for o in offending) for key in targets}
         others = [o for o in offending if not any(o.startswith(f"{key} ") for key in targets)]
+        confirmed, first = first_decision(path, args.fail_above)
         row = {"run": path.name.removesuffix(".gz"), "exit": code, "false_alarms": others,
-               "unpaired_rule": unpaired(path, args.fail_above), "noise": noise_line(path, args.fail_above)}
+               "unpaired_rule": unpaired(path, args.fail_above), "noise": noise_line(path, args.fail_above),
+               "confirmed_cells": confirmed, "first_decision": first}
         if candidate == slow:
             summary["slowed"].append({**row, "caught": caught, "offending": offending})
         else:
@@ -189,6 +209,8 @@ def main() -> None:
           f"{sum(bool(h['unpaired_rule']) for h in honest)} runs, {sum(len(h['unpaired_rule']) for h in honest)} cells")
     for h in honest + slowed:
         print(f"    {h['run']}: exit {h['exit']} {h['false_alarms']}; {h['noise'].split('; ')[-1]}")
+        if h["confirmed_cells"]:
+            print(f"      confirmed {len(h['confirmed_cells'])} cells; before the confirmation: {h['first_decision']}")
     for h in honest:
         print(f"  {h['run']}, every cell slowed in the record, caught: "
               + ", ".join(f"×{f}: {c}" for f, c in h["injected"].items()))

@@ -365,3 +365,56 @@ def test_compare_reports_the_shift_and_fail_on_shift_gates_a_uniform_slowdown(tm
     assert "slower than --fail-on-shift 20 % allows" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--fail-above", "10", "--fail-on-shift", "40"]) == 0
     assert main(["compare", str(a), str(b), "--fail-on-shift", "-1"]) == 2
+
+
+def test_confirmation_rounds_time_the_chosen_cells_again_and_ctrl_c_keeps_them():
+    """run --confirm: after the last round the runner asks which cells to time again (given every timed cell's
+    merged record), runs them in as many rounds more, and says in the record how many rounds came after; Ctrl-C
+    in a confirmation round keeps the rounds that finished."""
+    pytest.importorskip("autograd")
+    from adcompare.plugin import registry as plugins
+    from adcompare.run import runner
+    from adcompare.study.plan import Plan
+
+    cells = [Cell("exp_dot_loss", "n10", op, "autograd", "eager", "cpu", "float64") for op in ("value", "grad")]
+    asked: list[list[str]] = []
+
+    def confirm(records):
+        asked.append(sorted(m.cell.operator for m in records))
+        assert all(m.details["rounds"] == 2 for m in records)
+        return {m.cell.key for m in records if m.cell.operator == "grad"}
+
+    policy = TimingPolicy(min_time=0.01, max_time=0.05, warmup_time=0.0, min_samples=3)
+    options = runner.RunOptions(timeout=600, threads=1, rounds=2, policy=policy, confirm=confirm)
+    recorded: list[Measurement] = []
+    runner.run(plugins.load(), Plan(tuple(cells), ()), options, record=recorded.append)
+    assert asked == [["grad", "value"]]
+    by_op = {m.cell.operator: m for m in recorded}
+    assert (by_op["grad"].details["rounds"], by_op["grad"].details["confirmation_rounds"]) == (4, 2)
+    assert len(by_op["grad"].timing.round_blocks) == 4 and by_op["grad"].details["rounds_planned"] == 4
+    assert by_op["value"].details["rounds"] == 2 and "confirmation_rounds" not in by_op["value"].details
+
+    starts: list[Cell] = []
+
+    def ctrl_c_in_confirmation_round_2(cell, measurement):
+        if measurement is None:
+            starts.append(cell)
+            if len(starts) == 2 * len(cells) + 2:  # round 2 of the confirmation: grad's second start there
+                raise KeyboardInterrupt
+
+    recorded.clear()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(plugins.load(), Plan(tuple(cells), ()), options, record=recorded.append,
+                   progress=ctrl_c_in_confirmation_round_2)
+    by_op = {m.cell.operator: m for m in recorded}
+    grad = by_op["grad"].details
+    assert (grad["rounds"], grad["rounds_planned"], grad["confirmation_rounds"]) == (3, 4, 1)
+    assert by_op["value"].details["rounds"] == 2
+
+
+def test_merge_rounds_counts_the_confirmation_rounds_that_timed_the_cell():
+    skipped = Measurement(CELL, Status.SKIPPED, "skipped: the time budget was spent")
+    merged = merge_rounds([_measurement([1.0, 2.0]), _measurement([1.0, 2.0]), _measurement([1.0, 2.0]), skipped],
+                          confirmation=2)
+    assert merged.details["confirmation_rounds"] == 1 and merged.details["rounds"] == 3
+    assert "confirmation_rounds" not in merge_rounds([_measurement([1.0]), skipped], confirmation=1).details

@@ -23,6 +23,7 @@ from adcompare.analysis.comparison import (
     paired_noises,
     paired_rounds,
     regressions,
+    rounds_between,
 )
 from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled, spread
@@ -152,8 +153,9 @@ def _interpreter(path: Path, env: dict[str, str]) -> str:
 
 def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tmp_path, capsys, monkeypatch):
     """A real run: base and a candidate whose torch eager grad at n = 100 costs 4× the CPU time (the slowdown
-    plugin, in the candidate's interpreter only). The cells of both environments are timed in lockstep (round 2,
-    the last, in reverse: the file's order shows it), and `compare RUN` flags the slowed cell on paired rounds."""
+    plugin, in the candidate's interpreter only). The cells of both environments are timed in lockstep (round 2
+    in reverse: the workers' order shows it), `--confirm 10` times the cells a first decision flags in 2 rounds
+    more, and `compare RUN` flags the slowed cell on paired rounds, confirmed."""
     monkeypatch.delenv("ADCOMPARE_GATE_SLOWDOWN", raising=False)
     base = _interpreter(tmp_path / "base.sh", {})
     slow = _interpreter(tmp_path / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": "3",
@@ -161,23 +163,35 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     out = tmp_path / "ab.jsonl"
     assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--size", "n10,n100", "--operator",
                  "grad", "--variant", "eager", "--dtype", "float32", "--no-progress", "--rounds", "2",
-                 "--plugin", str(PLUGIN), "--env", f"base=@{base}", "--env", f"new=@{slow}", "-o", str(out)]) == 0
+                 "--confirm", "10", "--plugin", str(PLUGIN), "--env", f"base=@{base}", "--env", f"new=@{slow}",
+                 "-o", str(out)]) == 0
     results = load([out])
     order = [(m.cell.size, m.cell.environment) for m in results.measurements]
-    # Round 2 goes through the groups and their cells in reverse: new before base, n100 before n10, in turn.
-    assert order == [("n100", "new"), ("n100", "base"), ("n10", "new"), ("n10", "base")]
-    assert [w["environment"] for w in results.workers] == ["base", "new", "new", "base"]
+    # Records are written after the confirmation, in round 1's order; round 2 went through the groups in reverse
+    # (new's worker first), and so do the confirmation's two.
+    assert order == [("n10", "base"), ("n10", "new"), ("n100", "base"), ("n100", "new")]
+    assert [w["environment"] for w in results.workers] == ["base", "new", "new", "base"] * 2
     for size in ("n10", "n100"):  # each cell's sides timed block for block (lockstep.py): as many blocks a side
         sides = [m for m in results.measurements if m.cell.size == size]
         assert len({len(m.measured.samples) for m in sides}) == 1 and sides[0].details["lockstep_blocks"] >= 7
+    # Exactly the cells the first two rounds flag were confirmed (n100 surely; n10 if the load made it look so).
+    first = Results(results.provenance, tuple(
+        replace(m, timing=rounds_between(m.measured, 0, 2), details={}) for m in results.measurements))
+    flagged = {p.cell.size for p in pair_environments(first, threshold=0.10) if p.timing.difference.significant}
+    assert "n100" in flagged
+    for m in results.measurements:
+        assert m.details.get("confirmation_rounds", 0) == (2 if m.cell.size in flagged else 0)
+        assert len(m.measured.rounds) == (4 if m.cell.size in flagged else 2)
     capsys.readouterr()
     assert main(["compare", str(out), "--fail-above", "10", "--json"]) == 1
     captured = capsys.readouterr()
     rows = {r["cell"]["size"]: r for r in map(json.loads, captured.out.splitlines())}
     slowed = rows["n100"]
     assert slowed["noise_model"] == PAIRED_ROUNDS and slowed["regression"] and slowed["rounds"] == [2, 2]
+    assert slowed["confirmation"]["flagged"] and slowed["confirmation"]["rounds"] == 2
     # Each round's value: the median over its blocks of new ÷ base in CPU time, the blocks timed in lockstep.
-    by_env = {m.cell.environment: m.measured for m in results.measurements if m.cell.size == "n100"}
+    by_env = {m.cell.environment: rounds_between(m.measured, 0, 2) for m in results.measurements
+              if m.cell.size == "n100"}
     counts = by_env["base"].round_blocks
     assert len(counts) == 2 and counts == by_env["new"].round_blocks
     ends = [sum(counts[:r + 1]) for r in range(len(counts))]
@@ -358,3 +372,67 @@ def test_the_readme_form_plans_every_cell_in_base_and_current(capsys):
         by_env.setdefault(cell.get("environment", "current"), set()).add(f"{cell['adapter']}/{cell['variant']}")
     assert list(by_env) == ["base", "current"] and by_env["base"] == by_env["current"] == {"torch/eager",
                                                                                              "jax/eager"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Confirmation (run --confirm PCT): the cells a first decision flags, timed again and decided on those rounds alone
+
+
+def _confirmed_results(specs: list[tuple[list[float], list[float]]], wander: float = 0.02) -> Results:
+    """torch eager cells timed in lockstep: (screening log ratios, confirmation log ratios) per cell, the record
+    holding both sets of rounds and, where confirmation ratios are given, their count in its details."""
+    ms = []
+    for k, (screening, confirming) in enumerate(specs):
+        cell = Cell("exp_dot_loss", f"n{10 ** (k + 1)}", "grad", "torch", "eager", "cpu", "float32")
+        base, cand = _lockstep([*screening, *confirming], wander)
+        details = {"confirmation_rounds": len(confirming)} if confirming else {}
+        ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=base, details=details),
+               Measurement(replace(cell, environment="new"), Status.OK, timing=cand, details=details)]
+    return Results(({"environments": {"base": {}, "new": {}}},), tuple(ms))
+
+
+def test_a_flagged_cell_counts_only_when_its_confirmation_rounds_alone_flag_it_too():
+    """20 quiet cells and three flagged by their first 3 paired rounds (×1.5): one whose 3 confirmation rounds
+    are ×1.5 again (a regression), one whose are ×1.0 (not confirmed: the first rounds were an accident) and one
+    whose are ×0.6 (confirmed the other way: no). The first decision is the one without the confirmation rounds,
+    on the same pooled noise; the confirmation's bar is Bonferroni over the 3 cells confirmed."""
+    rng = random.Random(5)
+    slow = [math.log(1.5) + x for x in (0.01, -0.01, 0.0)]
+    specs = [([rng.gauss(0, 0.02) for _ in range(3)], []) for _ in range(20)]
+    specs += [(slow, slow), (slow, [0.01, -0.01, 0.0]), (slow, [math.log(0.6)] * 3)]
+    rows = [p.timing for p in pair_environments(_confirmed_results(specs), threshold=0.10)]
+    by_size = {r.cell.size: r for r in rows}
+    again, accident, reversed_ = (by_size[f"n{10 ** k}"] for k in (21, 22, 23))
+    (noise,) = paired_noises(rows)
+    # The pooled noise is the screening rounds' alone: the confirmation rounds take no part in it.
+    assert noise.sigma == pytest.approx(spread([s for s, _ in specs])) and noise.rounds == 3
+    for row in (again, accident, reversed_):
+        d = row.difference
+        assert d.flagged and d.rounds == (3, 3) and len(d.confirmation.log_ratios) == 3
+        assert d.confirmation.noise.z == pytest.approx(statistics.NormalDist().inv_cdf(1 - 0.05 / 6))
+        mean = statistics.fmean(d.confirmation.log_ratios)
+        half = d.confirmation.noise.z * noise.sigma_of("torch eager", d.confirmation.block_spread) / math.sqrt(3)
+        assert (d.confirmation.ratio.low, d.confirmation.ratio.high) == pytest.approx(
+            (math.exp(mean - half), math.exp(mean + half)))
+    assert {r.cell.size for r in regressions(rows)} == {again.cell.size}
+    assert accident.verdict.startswith("same (not confirmed: 3 more paired rounds gave ×1.000")
+    assert reversed_.verdict.startswith("same (not confirmed: 3 more paired rounds gave ×0.600")
+    assert again.to_json()["confirmation"]["flagged"] and not accident.to_json()["confirmation"]["flagged"]
+    # Without the confirmation rounds in the record, all three are regressions: what the run decided on.
+    first = _confirmed_results([(s, []) for s, _ in specs])
+    assert len(regressions([p.timing for p in pair_environments(first, threshold=0.10)])) == 3
+
+
+def test_rounds_between_slices_a_timing_round_by_round():
+    base, _ = _lockstep([0.0, 0.1, 0.2, 0.3], 0.02, blocks=5)
+    tail = rounds_between(base, -2, None)
+    assert tail.round_blocks == (5, 5) and tail.samples == base.samples[10:] and tail.rounds == base.rounds[2:]
+    assert rounds_between(base, 0, -2).cpu_samples == base.cpu_samples[:10]
+
+
+def test_confirm_needs_an_ab_run_with_rounds(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
+                 "--rounds", "3", "--confirm", "10", "-o", str(out)]) == 2
+    assert "--confirm decides between the environments of an A/B run" in capsys.readouterr().err
+    assert not out.exists()  # refused before the results file was created

@@ -165,6 +165,8 @@ class PairedDifference(RoundDifference):
     noise: PairedNoise | None = None
     noise_class: str = ""  # the class whose spread the cell is judged with (paired_noise.py)
     block_spread: float | None = None  # how much one paired block's log ratio wanders within a round (block_spread)
+    # run --confirm: the same cell's rounds timed after this decision flagged it, decided alone (`confirmed`)
+    confirmation: "PairedDifference | None" = None
 
     @property
     def against(self) -> float:
@@ -176,7 +178,8 @@ class PairedDifference(RoundDifference):
         return all(r > 0 for r in self.log_ratios) or all(r < 0 for r in self.log_ratios)
 
     @property
-    def significant(self) -> bool:
+    def flagged(self) -> bool:
+        """What the rounds before any confirmation say: changed, beyond the noise and the threshold."""
         if not self.agree:
             return False
         if self.noise is None:  # no noise model: every paired round beyond the threshold
@@ -185,9 +188,23 @@ class PairedDifference(RoundDifference):
         return (r.low > 1 and r.ratio > effect) or (r.high < 1 and r.ratio < 1 / effect)
 
     @property
+    def confirmed(self) -> bool:
+        """No confirmation rounds, or they, decided alone, flag a change in the same direction."""
+        c = self.confirmation
+        return c is None or (c.flagged and (c.ratio.ratio > 1) == (self.ratio.ratio > 1))
+
+    @property
+    def significant(self) -> bool:
+        return self.flagged and self.confirmed
+
+    @property
     def reason(self) -> str:
         if self.significant:
             return ""
+        if self.flagged and self.confirmation is not None:
+            c = self.confirmation
+            return (f"not confirmed: {len(c.log_ratios)} more paired rounds gave ×{c.ratio.ratio:.3f} "
+                    f"[{c.ratio.low:.3f}–{c.ratio.high:.3f}], {c.reason or 'the other way'}")
         if not self.agree:
             return "paired rounds disagree in direction"
         if self.noise is not None:
@@ -197,12 +214,16 @@ class PairedDifference(RoundDifference):
             return f"within the run's paired noise (from {caught:.0%} caught)"
         return f"a paired round within {self.threshold:.0%}"
 
-    def with_noise(self, noise: PairedNoise, noise_class: str) -> "PairedDifference":
-        """Judged against the run's pooled noise for its class (paired_noise.py)."""
+    def with_noise(self, noise: PairedNoise, noise_class: str, confirming: int = 0) -> "PairedDifference":
+        """Judged against the run's pooled noise for its class (paired_noise.py); its confirmation too, with the
+        bar set for the `confirming` cells confirmed (paired_noise.PairedNoise.for_cells)."""
         mean = statistics.fmean(self.log_ratios)
         half = noise.half_width(len(self.log_ratios), noise_class, self.block_spread)
         ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
-        return replace(self, ratio=ratio, noise=noise, noise_class=noise_class)
+        confirmation = self.confirmation
+        if confirmation is not None:
+            confirmation = confirmation.with_noise(noise.for_cells(confirming), noise_class)
+        return replace(self, ratio=ratio, noise=noise, noise_class=noise_class, confirmation=confirmation)
 
 
 def noise_class(cell: Cell) -> str:
@@ -210,9 +231,18 @@ def noise_class(cell: Cell) -> str:
     return f"{cell.adapter} {cell.variant}"
 
 
-def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True) -> RoundDifference:
+def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bool = True,
+                  confirmation: int = 0) -> RoundDifference:
     """candidate ÷ baseline round by round, for the two sides of an environment pair timed in lockstep; sides with
-    different round counts (a round skipped for the time budget) cannot be paired and are decided unpaired."""
+    different round counts (a round skipped for the time budget) cannot be paired and are decided unpaired. The
+    last `confirmation` rounds (run --confirm, both sides) are decided apart, as the row's `confirmation`."""
+    if confirmation and len(baseline.rounds) == len(candidate.rounds) > confirmation:
+        first = paired_rounds(rounds_between(baseline, 0, -confirmation),
+                              rounds_between(candidate, 0, -confirmation), threshold, cpu)
+        then = paired_rounds(rounds_between(baseline, -confirmation, None),
+                             rounds_between(candidate, -confirmation, None), threshold, cpu)
+        if isinstance(first, PairedDifference) and isinstance(then, PairedDifference) and first.clock == then.clock:
+            return replace(first, confirmation=then)
     base, cand, clock = round_values(baseline, candidate, cpu)
     if len(base) != len(cand):
         return between_rounds(baseline, candidate, threshold, cpu)
@@ -221,6 +251,24 @@ def paired_rounds(baseline: Timing, candidate: Timing, threshold: float, cpu: bo
     return PairedDifference(Ratio(statistics.median(ratios), min(ratios), max(ratios), resampled=False), threshold,
                             (len(base), len(cand)), clock, log_ratios=tuple(math.log(r) for r in ratios),
                             block_spread=block_spread(blocks) if blocks else None)
+
+
+def rounds_between(timing: Timing, start: int, stop: int | None) -> Timing:
+    """The timing of rounds [start:stop] alone (as a slice), blocks included where `round_blocks` says which."""
+    counts = timing.round_blocks
+    samples, cpu = timing.samples, timing.cpu_samples
+    if counts:
+        first, last = sum(counts[:start]), sum(counts[:stop]) if stop is not None else len(samples)
+        samples, cpu = samples[first:last], cpu[first:last]
+    return replace(timing, samples=samples, cpu_samples=cpu, rounds=timing.rounds[start:stop],
+                   round_minima=timing.round_minima[start:stop], round_cpu=timing.round_cpu[start:stop],
+                   round_blocks=counts[start:stop])
+
+
+def confirmation_rounds(baseline: Measurement, candidate: Measurement) -> int:
+    """How many of the pair's last rounds were confirmation rounds (run --confirm): both sides' count, else 0."""
+    a, b = baseline.details.get("confirmation_rounds", 0), candidate.details.get("confirmation_rounds", 0)
+    return a if a == b and isinstance(a, int) else 0
 
 
 def paired_blocks(baseline: Timing, candidate: Timing, clock: str) -> list[list[float]] | None:
@@ -291,10 +339,10 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
     boot = Bootstrap()
     judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.measured, "candidate:" + b.cell.key, b.measured),
                           a.measured.samples, b.measured.samples) for a, b in within], threshold))
-    decide = paired_rounds if paired else between_rounds
-    rounds = [decide(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
-              for (a, b), r in zip(matched, by_rounds)]
     if paired:
+        rounds: list[RoundDifference | None] = [
+            paired_rounds(a.measured, b.measured, threshold, b.cell.device == "cpu", confirmation_rounds(a, b))
+            if r else None for (a, b), r in zip(matched, by_rounds)]
         by_clock: dict[str, list[tuple[PairedDifference, str]]] = defaultdict(list)
         for (_, b), d in zip(matched, rounds):
             if isinstance(d, PairedDifference):
@@ -302,10 +350,14 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
         noises = {clock: pooled([d.log_ratios for d, _ in ds], clock, [c for _, c in ds],
                                 [d.block_spread for d, _ in ds])
                   for clock, ds in by_clock.items()}
-        rounds = [d.with_noise(noise, noise_class(b.cell))
+        confirming = {clock: sum(d.confirmation is not None for d, _ in ds) for clock, ds in by_clock.items()}
+        rounds = [d.with_noise(noise, noise_class(b.cell), confirming[d.clock])
                   if isinstance(d, PairedDifference) and (noise := noises[d.clock]) else d
                   for (_, b), d in zip(matched, rounds)]
-    elif against_shift:
+    else:
+        rounds = [between_rounds(a.measured, b.measured, threshold, cpu=b.cell.device == "cpu") if r else None
+                  for (a, b), r in zip(matched, by_rounds)]
+    if not paired and against_shift:
         ratios: dict[str, list[float]] = defaultdict(list)
         for d in rounds:
             if d is not None:
@@ -386,7 +438,16 @@ class ComparisonRow:
                 "rounds": list(d.rounds) if isinstance(d, RoundDifference) else None,
                 "clock": d.clock if isinstance(d, RoundDifference) else "wall",
                 "shift": d.shift.to_json() if isinstance(d, RoundDifference) and d.shift else None,
-                "ratio_to_shift": self.relative_change}
+                "ratio_to_shift": self.relative_change,
+                "confirmation": _confirmation_json(d.confirmation) if isinstance(d, PairedDifference) else None}
+
+
+def _confirmation_json(c: PairedDifference | None) -> dict | None:
+    """The confirmation rounds' own decision (run --confirm), as `compare --json` gives it."""
+    if c is None:
+        return None
+    return {"ratio": c.ratio.ratio, "low": c.ratio.low, "high": c.ratio.high, "rounds": len(c.log_ratios),
+            "flagged": c.flagged, "z": c.noise.z if c.noise else None}
 
 
 def pairs(baseline: Results, candidate: Results) -> Iterator[tuple[Measurement, Measurement]]:

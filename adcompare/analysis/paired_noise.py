@@ -25,17 +25,28 @@ Bonferroni bound over the cells compared (5 % family-wise, two-sided, Gaussian):
 exp(mean ± z·σ/√n) lies above 1, its ratio exp(mean) above 1 + threshold, and every paired round agrees in
 direction (comparison.PairedDifference). The bar follows the load: a noisy run flags less and says the smallest
 slowdown it could still have caught (`resolution`).
+
+A first decision over hundreds of cells still flags a cell now and then whose noise that model underrates (a
+round 80 % off at load 5–9). `run --confirm PCT` times the flagged cells again in as many fresh paired rounds,
+and `compare` counts a cell changed only when those rounds, decided alone against the same noise, flag it too —
+with the bar set by Bonferroni over the cells confirmed, not over all (`for_cells`): the first decision chose
+them, the second tests only them.
 """
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 FAMILY_ALPHA = 0.05  # family-wise false-alarm rate the bar is set for, under the Gaussian model
 MIN_POOLED_CELLS = 10  # fewer paired cells than this and the pooled spread would be a few cells' own: not pooled
 MIN_CLASS_CELLS = 2  # a class of fewer cells is judged with the run's spread alone
+
+
+def bar(cells: int) -> float:
+    """Standard errors a cell's mean must clear when `cells` are decided at once: Bonferroni, two-sided, Gaussian."""
+    return statistics.NormalDist().inv_cdf(1 - FAMILY_ALPHA / (2 * max(cells, 1)))
 
 
 def spread(log_ratios: Sequence[Sequence[float]]) -> float:
@@ -60,6 +71,10 @@ class PairedNoise:
     classes: Mapping[str, float] = field(default_factory=dict)  # class → its spread (classes of ≥ 2 cells)
     # class → the median block spread of its cells (comparison.block_spread; classes of ≥ 2 cells with blocks)
     block_spreads: Mapping[str, float] = field(default_factory=dict)
+
+    def for_cells(self, cells: int) -> "PairedNoise":
+        """The same noise, with the bar for deciding `cells` cells at once (a confirmation's)."""
+        return replace(self, z=bar(cells))
 
     def factor(self, cls: str, block_spread: float | None) -> float:
         """How much more than its class a cell's paired rounds are taken to wander: its block spread ÷ its class's
@@ -112,7 +127,7 @@ def pooled(log_ratios: Sequence[Sequence[float]], clock: str, classes: Sequence[
         by_class.setdefault(cls, []).append(ratios)
         if block is not None:
             spreads.setdefault(cls, []).append(block)
-    z = statistics.NormalDist().inv_cdf(1 - FAMILY_ALPHA / (2 * len(usable)))
+    z = bar(len(usable))
     rounds = statistics.mode(len(r) for r, _, _ in usable)
     return PairedNoise(spread([r for r, _, _ in usable]), len(usable), rounds, z, clock,
                        {c: spread(rs) for c, rs in by_class.items() if c and len(rs) >= MIN_CLASS_CELLS},

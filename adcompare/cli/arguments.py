@@ -18,7 +18,7 @@ from adcompare.study.suites import SUITE_SUMMARIES, SUITES
 # (tests/test_executors.py checks that every `run` option is either here or the driver's).
 SHARD_OPTIONS = ("--problem", "--size", "--operator", "--adapter", "--variant", "--device", "--dtype", "--tag",
                  "--environment", "--devices", "--suite", "--inputs", "--seed", "--timeout", "--threads",
-                 "--memory-limit", "--rounds", "--env", "--max-time", "--history", "--plugin")
+                 "--memory-limit", "--rounds", "--confirm", "--env", "--max-time", "--history", "--plugin")
 
 
 def positive(kind: type) -> Callable[[str], Any]:
@@ -133,6 +133,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="time every cell in N rounds, each in fresh worker processes interleaved with the other "
                         "cells (about N times the timing cost); `compare` then takes its noise from the spread "
                         "between rounds: use --rounds 3 or more for a CI gate on a shared machine (default 1)")
+    p.add_argument("--confirm", type=positive(float), metavar="PCT",
+                   help="A/B runs (--env twice, --rounds 2 or more): after the last round, time the cells that "
+                        "`compare RUN --fail-above PCT` would flag (slower or faster) in as many rounds again; "
+                        "compare then counts a cell changed only when those fresh rounds, decided alone, say so "
+                        "too (fewer false alarms on a busy machine, for a few cells' more time)")
     p.add_argument("--dry-run", action="store_true", help="print the cell count and an estimated time, run nothing")
     p.add_argument("--json", action="store_true", help="with --dry-run: the planned cells with estimates, as JSON")
     add_environment_option(p)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -145,6 +145,17 @@ def _progress_bar(total: int):
     return bar, progress
 
 
+def _counted(confirm: Callable[[Sequence[Measurement]], Collection[str]], bar: Progress,
+             rounds: int) -> Callable[[Sequence[Measurement]], Collection[str]]:
+    """--confirm's choice, the bar lengthened by the confirmation rounds of the cells chosen."""
+    def chosen(measurements: Sequence[Measurement]) -> Collection[str]:
+        keys = confirm(measurements)
+        (task,) = bar.tasks
+        bar.update(task.id, total=(task.total or 0) + rounds * len(keys))
+        return keys
+    return chosen
+
+
 def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_progress: bool,
             writer: ResultsWriter | None = None,
             envs: dict[str, environments.Environment] | None = None) -> list[Measurement]:
@@ -157,6 +168,8 @@ def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_
     if show_progress:
         extra_rounds = (options.rounds - 1) * len(plan.cells)  # each round advances the bar
         bar, progress = _progress_bar(plan.total + extra_rounds)
+        if options.confirm is not None:
+            options = dataclasses.replace(options, confirm=_counted(options.confirm, bar, options.rounds))
     machines: dict[str, Machine] = {}
     if writer is not None:
         machines = {n: e.machine(writer.machine, distributions(registry)) for n, e in isolated.items()}

@@ -6,9 +6,11 @@ import argparse
 import json
 import signal
 import threading
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.cli import tables
 from adcompare.cli.arguments import shard_options
 from adcompare.cli.pipeline import (
@@ -25,11 +27,12 @@ from adcompare.cli.pipeline import (
 )
 from adcompare.cli.tables import out
 from adcompare.model.errors import UsageError
+from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry
 from adcompare.run import executors
 from adcompare.run.runner import RunOptions
 from adcompare.store.output_paths import new_results_path, refuse_existing
-from adcompare.store.results import ResultsWriter, finished_keys
+from adcompare.store.results import Results, ResultsWriter, finished_keys
 from adcompare.study import environments
 from adcompare.study import scope as study
 from adcompare.study.plan import Plan
@@ -85,6 +88,23 @@ def _settle_output(args: argparse.Namespace) -> tuple[str, bool]:
     return args.output, False
 
 
+def confirmation(args: argparse.Namespace, header: dict) -> Callable[[Sequence[Measurement]], set[str]] | None:
+    """--confirm PCT: the cells of both sides of every environment pair that `compare RUN --fail-above PCT` would
+    flag on the rounds so far (either direction), to be timed in as many rounds again."""
+    if args.confirm is None:
+        return None
+    if args.rounds < 2 or len(args.env or ()) < 2:
+        raise UsageError("--confirm decides between the environments of an A/B run: add --rounds 3 and two --env "
+                         "(e.g. --env base=@OLD_PYTHON --env current), or drop --confirm")
+    threshold = args.confirm / 100
+
+    def flagged(measurements: Sequence[Measurement]) -> set[str]:
+        pairs = pair_environments(Results((header,), tuple(measurements)), threshold=threshold)
+        return {m.cell.key for p in pairs if p.timing and p.timing.difference.significant
+                for m in (p.baseline, p.candidate)}
+    return flagged
+
+
 def sharded_run(args: argparse.Namespace, output: str) -> executors.ShardedRun:
     """The executor's request: the driver's own options, and the allow-listed ones every shard repeats."""
     if args.shard:
@@ -118,15 +138,17 @@ def command(args: argparse.Namespace) -> int:
     if args.executor:
         return executors.run_study(sharded_run(args, _settle_output(args)[0]))
     plan = _plan(registry, args)  # before the output: a selection error leaves no empty results file behind
-    output, fresh = _settle_output(args)
     header = run_provenance(registry, args.threads)
+    confirm = confirmation(args, header)
+    output, fresh = _settle_output(args)
     st = _study(registry, plan, args, output, header["machine"]["fingerprint"])
     writer: ResultsWriter | None = None
     try:
         # the environments are held until the last worker ends
         with _sigterm_as_interrupt(), environments_in_use(registry, args.env or (), header) as envs:
             options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
-                                 budget=args.max_time or "", rounds=args.rounds)
+                                 budget=args.max_time or "", rounds=args.rounds,
+                                 confirm=confirm)
             with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
                 for m in st.left_out:
                     writer.add(m)

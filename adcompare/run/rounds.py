@@ -18,6 +18,11 @@ compile time and the derivative check from round 1 (later rounds repeat the chec
 the cell's record that failure). Ctrl-C (and SIGTERM, which `run` turns into it) records every timed cell from the
 rounds it finished (`details.rounds` < `details.rounds_planned`), so a long run interrupted in its last round keeps
 what it measured; `--resume` keeps those records as they are.
+
+Confirmation (`run --confirm PCT`, an A/B run over environments): after the last round, the cells a `compare
+RUN --fail-above PCT` of the rounds so far would flag (slower or faster) are timed in as many rounds again, and
+their record says how many of its rounds came after that decision (`details.confirmation_rounds`, the last ones):
+`compare` counts such a cell changed only when the fresh rounds, decided alone, say so too (comparison.py).
 """
 from __future__ import annotations
 
@@ -34,9 +39,10 @@ def timed(m: Measurement) -> bool:
     return m.status is Status.OK and m.timing is not None and bool(m.timing.samples)
 
 
-def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None) -> Measurement:
+def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None, confirmation: int = 0) -> Measurement:
     """One record from a cell's rounds, in round order (round 1 first); `planned`: the rounds asked for, when fewer
-    finished (an interrupted run)."""
+    finished (an interrupted run); `confirmation`: how many of the rounds given are confirmation rounds (the last
+    ones)."""
     first = rounds[0]
     if not timed(first):
         return first
@@ -59,4 +65,7 @@ def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None) -> M
     walls = [m.details.get("wall_seconds", 0.0) for m in ok]
     details = {**first.details, "rounds": len(ok), "rounds_planned": total,
                "wall_seconds_all_rounds": round(sum(walls), 4)}  # wall_seconds stays round 1's: one pass's cost
+    confirmed = sum(timed(m) for m in rounds[len(rounds) - confirmation:]) if confirmation else 0
+    if confirmed:
+        details["confirmation_rounds"] = confirmed
     return replace(first, timing=timing, details=details)

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +43,8 @@ class RunOptions:
     deadline: float | None = None  # time.monotonic() after which no cell starts (--max-time)
     budget: str = ""  # the --max-time as typed, for the skipped cells' message
     rounds: int = 1  # --rounds: each timed cell measured this many times, each in fresh workers (rounds.py)
+    # --confirm: given every cell's record after the last round, the keys of those to time in `rounds` more rounds
+    confirm: Callable[[Sequence[Measurement]], Collection[str]] | None = None
 
 
 def run(registry: Registry, p: Plan, options: RunOptions, *,
@@ -109,27 +111,49 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
                        options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
                        progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
     """Every group once per round, in fresh workers; odd rounds in reverse order. A cell is yielded once: when
-    round 1 did not time it (failed, unsupported, …), else merged after its last round (rounds.py). Ctrl-C yields
-    every timed cell merged from the rounds it finished (its details say how many of how many) before it goes on
-    up: a long run interrupted in its last round keeps what it measured."""
+    round 1 did not time it (failed, unsupported, …), else merged after its last round (rounds.py) — with
+    `options.confirm`, after the confirmation rounds of the cells it chose. Ctrl-C yields every timed cell merged
+    from the rounds it finished (its details say how many of how many) before it goes on up: a long run
+    interrupted in its last round keeps what it measured."""
     seen: dict[str, list[Measurement]] = defaultdict(list)
     yielded: set[str] = set()
-    try:
-        for number in range(options.rounds):
-            chosen = {g: [c for c in cells if number == 0 or timed(seen[c.key][0])] for g, cells in groups.items()}
+    confirming: set[str] = set()
+    n = options.rounds
+
+    def record(key: str, planned: int | None = None) -> Measurement:
+        yielded.add(key)
+        extra = len(seen[key]) - n if key in confirming else 0
+        return merge_rounds(seen[key], planned, confirmation=max(extra, 0))
+
+    def rounds(numbers: range, keys: Collection[str] | None) -> Iterator[Measurement]:
+        """The rounds `numbers` of the cells round 1 timed (of `keys` only, where given)."""
+        for number in numbers:
+            chosen = {g: [c for c in cells if (number == 0 or timed(seen[c.key][0]))
+                          and (keys is None or c.key in keys)] for g, cells in groups.items()}
             if number % 2:
                 chosen = {g: cells[::-1] for g, cells in reversed(list(chosen.items()))}
-            last = number == options.rounds - 1
             for m in _measure_groups(registry, {g: c for g, c in chosen.items() if c}, options, cache_dir,
                                      on_worker, progress):
                 seen[m.cell.key].append(m)
-                if (number == 0 and not timed(m)) or last:
-                    yielded.add(m.cell.key)
-                    yield merge_rounds(seen[m.cell.key])
+                yield m
+
+    try:
+        for m in rounds(range(n), None):
+            if len(seen[m.cell.key]) == 1 and not timed(m):
+                yield record(m.cell.key)
+            elif len(seen[m.cell.key]) == n and options.confirm is None:
+                yield record(m.cell.key)
+        if options.confirm is not None:
+            held = [key for key in seen if key not in yielded]
+            confirming.update(options.confirm([merge_rounds(seen[key]) for key in held]))
+            for _ in rounds(range(n, 2 * n), confirming):
+                pass
+            for key in held:
+                yield record(key)
     except KeyboardInterrupt:
-        for key, rounds in seen.items():
+        for key in list(seen):
             if key not in yielded:
-                yield merge_rounds(rounds, planned=options.rounds)
+                yield record(key, planned=n + (n if key in confirming else 0))
         raise
 
 
