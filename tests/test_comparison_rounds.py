@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -200,6 +202,7 @@ def test_run_in_rounds_uses_fresh_workers_and_compare_decides_between_rounds(tmp
     (m,) = results.measurements
     assert len(m.timing.rounds) == len(m.timing.round_minima) == 2 and m.details["rounds"] == 2
     assert len({w["pid"] for w in results.workers}) == 2  # two rounds, two worker processes
+    assert not Path(f"{a}.rounds").exists()  # every round's cell written: the round journal is gone
     assert all(min(m.timing.samples) <= r <= max(m.timing.samples) for r in m.timing.rounds)
     assert min(m.timing.round_minima) == min(m.timing.samples)  # every block is some round's
     assert len(m.timing.round_cpu) == 2 and len(m.timing.cpu_samples) == len(m.timing.samples)
@@ -418,3 +421,33 @@ def test_merge_rounds_counts_the_confirmation_rounds_that_timed_the_cell():
                           confirmation=2)
     assert merged.details["confirmation_rounds"] == 1 and merged.details["rounds"] == 3
     assert "confirmation_rounds" not in merge_rounds([_measurement([1.0]), skipped], confirmation=1).details
+
+
+def test_a_run_killed_outright_leaves_its_rounds_and_resume_writes_them(tmp_path):
+    """SIGKILL gives the driver no chance to write the cells it holds: every round is journalled beside the
+    results file as it finishes, and `--resume` writes each journalled cell from the rounds it finished, as
+    Ctrl-C would have, before it runs the rest. A run that ends normally leaves no journal."""
+    pytest.importorskip("autograd")
+    path = tmp_path / "r.jsonl"
+    argv = [sys.executable, "-m", "adcompare", "run", "--adapter", "autograd", "--problem", "exp_dot_loss",
+            "--size", "n10", "--operator", "value,grad", "--variant", "eager", "--dtype", "float64",
+            "--no-progress", "--rounds", "50", "-o", str(path)]
+    run = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    journal = Path(f"{path}.rounds")
+    deadline = time.monotonic() + 300  # a safety net: a round of two autograd cells takes about a second here
+    while time.monotonic() < deadline and (not journal.exists() or journal.read_text().count("\n") < 5):
+        time.sleep(0.1)
+    os.killpg(run.pid, signal.SIGKILL)  # the driver and its worker, as a lost machine or the OOM killer would
+    run.wait(timeout=300)
+    assert load([path]).measurements == ()  # nothing was written: every cell waits for its 50th round
+    left = journal.read_text().count("\n")
+    assert left >= 5
+    resumed = subprocess.run(argv + ["--resume"], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "recovered 2 cell(s) from the rounds a killed run left in" in " ".join(resumed.stdout.split())
+    by_op = {m.cell.operator: m for m in load([path]).measurements}
+    assert set(by_op) == {"value", "grad"}
+    rounds = [by_op[op].details["rounds"] for op in ("value", "grad")]
+    assert 2 <= sum(rounds) <= left and all(r < 50 for r in rounds)
+    assert all(by_op[op].details["rounds_planned"] == 50 and by_op[op].status is Status.OK for op in by_op)
+    assert not journal.exists()  # the resumed run wrote every cell it journalled (none: nothing was left to run)

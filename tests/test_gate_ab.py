@@ -168,7 +168,7 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     results = load([out])
     order = [(m.cell.size, m.cell.environment) for m in results.measurements]
     # Records are written after the confirmation, in round 1's order; round 2 went through the groups in reverse
-    # (new's worker first), and so do the confirmation's two.
+    # (new's worker first), and the confirmation's two rounds take turns alike.
     assert order == [("n10", "base"), ("n10", "new"), ("n100", "base"), ("n100", "new")]
     assert [w["environment"] for w in results.workers] == ["base", "new", "new", "base"] * 2
     for size in ("n10", "n100"):  # each cell's sides timed block for block (lockstep.py): as many blocks a side

@@ -25,6 +25,7 @@ from adcompare.run import runner
 from adcompare.store import provenance
 from adcompare.store.output_paths import RESULTS_DIR
 from adcompare.store.results import ResultsWriter
+from adcompare.store.round_journal import RoundJournal
 from adcompare.study import environments
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
@@ -157,11 +158,12 @@ def _counted(confirm: Callable[[Sequence[Measurement]], Collection[str]], bar: P
 
 
 def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_progress: bool,
-            writer: ResultsWriter | None = None,
-            envs: dict[str, environments.Environment] | None = None) -> list[Measurement]:
-    """Run the plan, each measurement appended to `writer` as it finishes; the --env environments run in their own
-    interpreters, and their machines are added to the results file. Returns the measurements, labelled with their
-    expected failures."""
+            writer: ResultsWriter | None = None, envs: dict[str, environments.Environment] | None = None,
+            recovered: Sequence[Measurement] = ()) -> list[Measurement]:
+    """Run the plan, each measurement appended to `writer` as it finishes (with rounds, each round to the round
+    journal beside it until its cell is written); the --env environments run in their own interpreters, and
+    their machines are added to the results file. `recovered`: cells a killed run left in its journal, written
+    first. Returns the measurements, labelled with their expected failures."""
     isolated = {n: e for n, e in (envs or {}).items() if n != environments.CURRENT}
     options = dataclasses.replace(options, interpreters={n: e.python for n, e in isolated.items()})
     bar, progress = None, None
@@ -181,13 +183,19 @@ def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_
             writer.add(labelled(environments.stamp(m, machines), registry.problems))
 
     on_worker = writer.add_worker if writer is not None else (lambda info: None)
+    for cell in recovered:
+        record(cell)
+    journal = RoundJournal(writer.path) if writer is not None and options.rounds > 1 else None
     if bar is not None:
         bar.start()
     try:
         measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker,
-                                  progress=progress or (lambda c, m: None))
-        return [labelled(m, registry.problems) for m in measurements]
+                                  progress=progress or (lambda c, m: None),
+                                  record_round=journal.add if journal else (lambda m, planned, confirming: None))
+        return [labelled(m, registry.problems) for m in [*recovered, *measurements]]
     finally:
+        if journal is not None and writer is not None:
+            journal.close(writer.keys)
         if bar is not None:
             bar.stop()
 

@@ -30,9 +30,11 @@ from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry
 from adcompare.run import executors
+from adcompare.run.rounds import recovered
 from adcompare.run.runner import RunOptions
 from adcompare.store.output_paths import new_results_path, refuse_existing
 from adcompare.store.results import Results, ResultsWriter, finished_keys
+from adcompare.store.round_journal import journal_path, read_journal
 from adcompare.study import environments
 from adcompare.study import scope as study
 from adcompare.study.plan import Plan
@@ -65,10 +67,11 @@ def _plan(registry: Registry, args: argparse.Namespace) -> Plan:
 
 
 def _study(registry: Registry, plan: Plan, args: argparse.Namespace, output: str | None,
-           fingerprint: str) -> study.Study:
-    """This invocation's study: the plan's shard, less the cells --resume keeps, within the --max-time budget,
-    ordered by the times measured on this machine (`fingerprint`) where there are any."""
-    done = frozenset(finished_keys(output)) if args.resume and output else frozenset()
+           fingerprint: str, recovered: frozenset[str] = frozenset()) -> study.Study:
+    """This invocation's study: the plan's shard, less the cells --resume keeps (and those `recovered` from a
+    killed run's round journal), within the --max-time budget, ordered by the times measured on this machine
+    (`fingerprint`) where there are any."""
+    done = frozenset(finished_keys(output)) | recovered if args.resume and output else frozenset()
     past = study.history([*([output] if output else []), *past_runs(), *(args.history or ())], fingerprint)
     shard = ShardSpec.parse(args.shard) if args.shard else None
     return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
@@ -103,6 +106,16 @@ def confirmation(args: argparse.Namespace, header: dict) -> Callable[[Sequence[M
         return {m.cell.key for p in pairs if p.timing and p.timing.difference.significant
                 for m in (p.baseline, p.candidate)}
     return flagged
+
+
+def _recovered(output: str) -> list[Measurement]:
+    """The cells a killed `run --rounds` left in its round journal beside `output` and not in it, merged from
+    their finished rounds (run/rounds.py), to be written before the run goes on."""
+    found = recovered(read_journal(output), finished_keys(output))
+    if found:
+        out.print(f"recovered {len(found)} cell(s) from the rounds a killed run left in {str(journal_path(output))!r}"
+                  f" (each from the rounds it finished)", highlight=False)
+    return found
 
 
 def sharded_run(args: argparse.Namespace, output: str) -> executors.ShardedRun:
@@ -141,7 +154,9 @@ def command(args: argparse.Namespace) -> int:
     header = run_provenance(registry, args.threads)
     confirm = confirmation(args, header)
     output, fresh = _settle_output(args)
-    st = _study(registry, plan, args, output, header["machine"]["fingerprint"])
+    recovered = _recovered(output) if args.resume else []
+    st = _study(registry, plan, args, output, header["machine"]["fingerprint"],
+                frozenset(m.cell.key for m in recovered))
     writer: ResultsWriter | None = None
     try:
         # the environments are held until the last worker ends
@@ -153,7 +168,7 @@ def command(args: argparse.Namespace) -> int:
                 for m in st.left_out:
                     writer.add(m)
                 measurements = execute(registry, st.plan, options, show_progress=not args.no_progress,
-                                       writer=writer, envs=envs)
+                                       writer=writer, envs=envs, recovered=recovered)
                 measurements = [*measurements, *st.left_out]
     except KeyboardInterrupt as stop:
         finished = writer.cells - len(st.left_out) if writer else 0  # left_out: recorded as planned, not run

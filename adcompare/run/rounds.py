@@ -17,7 +17,8 @@ count in `timing.rounds`, `timing.round_minima`, `timing.round_cpu` and `timing.
 compile time and the derivative check from round 1 (later rounds repeat the check; a later round that fails makes
 the cell's record that failure). Ctrl-C (and SIGTERM, which `run` turns into it) records every timed cell from the
 rounds it finished (`details.rounds` < `details.rounds_planned`), so a long run interrupted in its last round keeps
-what it measured; `--resume` keeps those records as they are.
+what it measured; `--resume` keeps those records as they are. A driver killed outright leaves its rounds in the
+round journal beside the results file (store/round_journal.py), and `--resume` writes them so (`recovered`).
 
 Confirmation (`run --confirm PCT`, an A/B run over environments): after the last round, the cells a `compare
 RUN --fail-above PCT` of the rounds so far would flag (slower or faster) are timed in as many rounds again, and
@@ -27,11 +28,13 @@ their record says how many of its rounds came after that decision (`details.conf
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
+from adcompare.store.round_journal import JournalledRound
 
 
 def timed(m: Measurement) -> bool:
@@ -69,3 +72,14 @@ def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None, conf
     if confirmed:
         details["confirmation_rounds"] = confirmed
     return replace(first, timing=timing, details=details)
+
+
+def recovered(journal: Sequence[JournalledRound], done: Collection[str]) -> list[Measurement]:
+    """The records a killed run would have written on Ctrl-C: each journalled cell not among the keys `done`
+    (already in the results file), merged from the rounds it finished."""
+    by_key: dict[str, list[JournalledRound]] = defaultdict(list)
+    for r in journal:
+        if r.measurement.cell.key not in done:
+            by_key[r.measurement.cell.key].append(r)
+    return [merge_rounds([r.measurement for r in rs], planned=max(r.planned for r in rs),
+                         confirmation=sum(r.confirmation for r in rs)) for rs in by_key.values()]

@@ -51,8 +51,12 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
         record: Callable[[Measurement], None] = lambda m: None,
         on_worker: Callable[[dict], None] = lambda info: None,
         progress: Callable[[Cell | None, Measurement | None], None] = lambda c, m: None,
-        skip_keys: frozenset[str] = frozenset()) -> list[Measurement]:
-    """Run every planned cell; `record` is called with each measurement as it finishes (append to results).
+        skip_keys: frozenset[str] = frozenset(),
+        record_round: Callable[[Measurement, int, bool], None] = lambda m, planned, confirmation: None
+        ) -> list[Measurement]:
+    """Run every planned cell; `record` is called with each measurement as it finishes (append to results), and
+    with rounds, `record_round` with each round's (the round journal: its measurement, the rounds planned for the
+    cell, whether it is a confirmation round).
 
     Returns the measurements after cross-checking (pairwise agreement, adjoint identity) across adapters.
     """
@@ -68,8 +72,9 @@ def run(registry: Registry, p: Plan, options: RunOptions, *,
         if c.key not in skip_keys:
             groups[c.worker_group].append(c)
     try:
-        measure = _measure_groups if options.rounds <= 1 else _measure_in_rounds
-        for m in measure(registry, groups, options, cache_dir, on_worker, progress):
+        measured = (_measure_groups(registry, groups, options, cache_dir, on_worker, progress) if options.rounds <= 1
+                    else _measure_in_rounds(registry, groups, options, cache_dir, on_worker, progress, record_round))
+        for m in measured:
             record(m)
             measurements.append(m)
     finally:
@@ -109,12 +114,13 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
 
 def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
                        options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
-                       progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
-    """Every group once per round, in fresh workers; odd rounds in reverse order. A cell is yielded once: when
-    round 1 did not time it (failed, unsupported, …), else merged after its last round (rounds.py) — with
-    `options.confirm`, after the confirmation rounds of the cells it chose. Ctrl-C yields every timed cell merged
-    from the rounds it finished (its details say how many of how many) before it goes on up: a long run
-    interrupted in its last round keeps what it measured."""
+                       progress: Callable[[Cell | None, Measurement | None], None],
+                       record_round: Callable[[Measurement, int, bool], None]) -> Iterator[Measurement]:
+    """Every group once per round, in fresh workers; odd rounds in reverse order; each round's measurement
+    journalled (`record_round`). A cell is yielded once: when round 1 did not time it (failed, unsupported, …),
+    else merged after its last round (rounds.py) — with `options.confirm`, after the confirmation rounds of the
+    cells it chose. Ctrl-C yields every timed cell merged from the rounds it finished (its details say how many
+    of how many) before it goes on up: a long run interrupted in its last round keeps what it measured."""
     seen: dict[str, list[Measurement]] = defaultdict(list)
     yielded: set[str] = set()
     confirming: set[str] = set()
@@ -135,6 +141,8 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
             for m in _measure_groups(registry, {g: c for g, c in chosen.items() if c}, options, cache_dir,
                                      on_worker, progress):
                 seen[m.cell.key].append(m)
+                confirming_now = number >= n
+                record_round(m, 2 * n if confirming_now else n, confirming_now)
                 yield m
 
     try:

@@ -191,7 +191,7 @@ def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
             for rec in records:
                 if rec.get("record") == "cell" and not rec.get("machine"):
                     rec = {**rec, "machine": own.id}
-                f.write(json.dumps(rec, default=_jsonable) + "\n")
+                f.write(json.dumps(rec, default=jsonable) + "\n")
     tmp.replace(out)
 
 
@@ -210,6 +210,7 @@ class ResultsWriter:
             refuse_existing(self.path, resume=resume, overwrite=overwrite)
         self.machine = Machine.from_json(provenance.get("machine") or provenance)
         self.cells = 0  # cells this writer added: what an interrupted run kept
+        self.keys: set[str] = set()  # and their keys
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -237,7 +238,7 @@ class ResultsWriter:
         self._write({"record": "machine", **machine.to_json()})
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self._file.write(json.dumps(obj, default=_jsonable) + "\n")
+        self._file.write(json.dumps(obj, default=jsonable) + "\n")
         self._file.flush()
 
     def add(self, measurement: Measurement) -> None:
@@ -246,6 +247,7 @@ class ResultsWriter:
             measurement = replace(measurement, machine=self.machine.id)
         self._write({"record": "cell", **measurement.to_json()})
         self.cells += 1
+        self.keys.add(measurement.cell.key)
 
     def add_worker(self, info: dict[str, Any]) -> None:
         self._write({"record": "worker", **info})
@@ -260,7 +262,7 @@ class ResultsWriter:
         self.close()
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """NaN/inf floats are valid in Python's json; NumPy scalars are not JSON types."""
     if isinstance(value, np.generic):
         return value.item()
