@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from adcompare.cli.arguments import SHARD_OPTIONS, add_run_arguments
 from adcompare.cli.main import build_parser, main
 from adcompare.cli.run import sharded_run
+from adcompare.model.status import Status
 from adcompare.run.executors import ShardedRun, SlurmOptions, shard_command, shard_paths
 from adcompare.store.results import load
 
@@ -102,3 +107,26 @@ def test_a_shards_command_line_carries_exactly_the_allow_listed_options_given(tm
     assert shard_command(bare, 1, Path("x.jsonl.shards/shard-1-of-2.jsonl"))[4:] == [
         "--shard", "1/2", "-o", "x.jsonl.shards/shard-1-of-2.jsonl", "--no-progress"]
     assert shard_paths(bare)[0] == Path("x.jsonl.shards/shard-1-of-2.jsonl")
+
+
+def test_sigterm_to_the_driver_stops_the_shard_gracefully_and_merges_what_finished(tmp_path):
+    """A scheduler ending the driver's own job: SIGTERM is passed on to the running shard, which writes its
+    finished cells as on Ctrl-C; the driver merges what the shards hold and exits 143, saying how to go on."""
+    pytest.importorskip("autograd")
+    out = tmp_path / "study.jsonl"
+    argv = [sys.executable, "-m", "adcompare", "run", "--adapter", "autograd", "--problem", "exp_dot_loss",
+            "--size", "n10", "--operator", "value,grad", "--variant", "eager", "--dtype", "float64", "--rounds",
+            "100", "--executor", "local", "--shards", "2", "-o", str(out)]
+    driver = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    journal = tmp_path / "study.jsonl.shards" / "shard-1-of-2.jsonl.rounds"
+    deadline = time.monotonic() + 300  # a safety net: the first round of shard 1 takes seconds
+    while time.monotonic() < deadline and (not journal.exists() or journal.read_text().count("\n") < 2):
+        time.sleep(0.1)
+    driver.send_signal(signal.SIGTERM)
+    said = " ".join(driver.communicate(timeout=600)[0].split())
+    assert driver.returncode == 143, said
+    assert f"terminated (SIGTERM); the 1 cell(s) that finished are in '{out}': rerun the same command with " \
+           f"--resume" in said
+    (m,) = load([out]).measurements  # shard 1's cell, from the rounds it finished; shard 2 never started
+    assert m.status is Status.OK and 2 <= m.details["rounds"] < 100 and m.details["rounds_planned"] == 100
+    assert not journal.exists()  # the shard wrote its cell itself: nothing left for --resume to recover

@@ -4,7 +4,10 @@ from __future__ import annotations
 import csv
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -318,3 +321,21 @@ def test_the_compilation_table_shows_the_eager_first_call_the_rule_charges(tmp_p
     # compile, first call, steady, eager first call, eager steady, speed-up, break-even: 1 + ⌈(0.2 + 0.00235 − 0.977)
     # ÷ (0.00426 − 0.000277)⌉ ≤ 1 → 1 call
     assert row[5:12] == ["200 ms", "2.35 ms", "277 µs", "977 ms", "4.26 ms", "×15.38", "1"]
+
+
+def test_sigterm_while_report_runs_the_quick_suite_keeps_its_cells_and_says_so(tmp_path):
+    """`adcompare report` with no files runs the quick suite; a scheduler's SIGTERM there is handled as Ctrl-C:
+    exit 143 and where the finished cells are, each flushed as it finished."""
+    out = tmp_path / "r"
+    report_run = subprocess.Popen([sys.executable, "-m", "adcompare", "report", "-o", str(out), "--no-progress"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    path = out / "results.jsonl"
+    deadline = time.monotonic() + 300  # a safety net: the planned-unsupported cells are written within seconds
+    while time.monotonic() < deadline and (not path.exists() or '"record": "cell"' not in path.read_text()):
+        time.sleep(0.1)
+    report_run.send_signal(signal.SIGTERM)
+    said = " ".join(report_run.communicate(timeout=300)[0].split())
+    assert report_run.returncode == 143, said
+    kept = results.cells_in(path)
+    assert kept >= 1 and f"terminated (SIGTERM); the {kept} cell(s) that finished are in '{path}': report them " \
+                         f"with: adcompare report {path}" in said

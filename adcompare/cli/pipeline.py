@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
+import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +19,7 @@ from adcompare.analysis.findings import findings, top
 from adcompare.cli import tables
 from adcompare.cli.tables import err, out
 from adcompare.model.cell import Cell
-from adcompare.model.errors import Interrupted, Terminated, UsageError
+from adcompare.model.errors import Interrupted, SigtermReceived, Terminated, UsageError
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry, load
@@ -204,6 +206,21 @@ def print_findings(measurements: Sequence[Measurement]) -> None:
     """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
     found = findings(measurements)
     tables.print_findings(out, top(found), len(found))
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    def terminate(signum, frame):
+        raise SigtermReceived
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def interrupted(path: str | Path, finished: int, then: str, terminated: bool = False) -> Interrupted:

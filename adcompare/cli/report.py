@@ -8,9 +8,17 @@ import datetime
 import importlib.util
 from pathlib import Path
 
-from adcompare.cli.pipeline import execute, interrupted, load_registry, plan_cells, print_findings, run_provenance
+from adcompare.cli.pipeline import (
+    execute,
+    interrupted,
+    load_registry,
+    plan_cells,
+    print_findings,
+    run_provenance,
+    sigterm_as_interrupt,
+)
 from adcompare.cli.tables import out
-from adcompare.model.errors import UsageError
+from adcompare.model.errors import SigtermReceived, UsageError
 from adcompare.plugin.registry import Registry
 from adcompare.report import build
 from adcompare.run.runner import RunOptions
@@ -29,11 +37,12 @@ def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path
     plan = plan_cells(registry, Selection(suite="quick"), memory_limit_gib=args.memory_limit)
     writer: ResultsWriter | None = None
     try:
-        with ResultsWriter(path, run_provenance(registry, args.threads)) as writer:
+        with sigterm_as_interrupt(), ResultsWriter(path, run_provenance(registry, args.threads)) as writer:
             execute(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads),
                     show_progress=not args.no_progress, writer=writer)
-    except KeyboardInterrupt:
-        raise interrupted(path, writer.cells if writer else 0, f"report them with: adcompare report {path}") from None
+    except KeyboardInterrupt as stop:
+        raise interrupted(path, writer.cells if writer else 0, f"report them with: adcompare report {path}",
+                          terminated=isinstance(stop, SigtermReceived)) from None
     return load([path])
 
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
-import threading
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 from adcompare.analysis.environment_pairs import pair_environments
@@ -24,41 +21,23 @@ from adcompare.cli.pipeline import (
     print_findings,
     run_provenance,
     selection,
+    sigterm_as_interrupt,
 )
 from adcompare.cli.tables import out
-from adcompare.model.errors import UsageError
+from adcompare.model.errors import SigtermReceived, UsageError
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry
 from adcompare.run import executors
 from adcompare.run.rounds import recovered
 from adcompare.run.runner import RunOptions
 from adcompare.store.output_paths import new_results_path, refuse_existing
-from adcompare.store.results import Results, ResultsWriter, finished_keys
+from adcompare.store.results import Results, ResultsWriter, cells_in, finished_keys
 from adcompare.store.round_journal import journal_path, read_journal
 from adcompare.study import environments
 from adcompare.study import scope as study
 from adcompare.study.plan import Plan
 from adcompare.study.shards import ShardSpec
 from adcompare.verify.expectations import expected_reason
-
-
-class SigtermReceived(KeyboardInterrupt):
-    """SIGTERM (a scheduler's time limit, `kill`), raised where Ctrl-C would be: what finished is written first."""
-
-
-@contextmanager
-def _sigterm_as_interrupt():
-    def terminate(signum, frame):
-        raise SigtermReceived
-
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _plan(registry: Registry, args: argparse.Namespace) -> Plan:
@@ -149,7 +128,13 @@ def command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(registry, args)
     if args.executor:
-        return executors.run_study(sharded_run(args, _settle_output(args)[0]))
+        request = sharded_run(args, _settle_output(args)[0])
+        try:
+            with sigterm_as_interrupt():
+                return executors.run_study(request)
+        except KeyboardInterrupt as stop:  # the shards' finished cells are merged into the output by now
+            raise interrupted(request.output, cells_in(request.output), "rerun the same command with --resume",
+                              terminated=isinstance(stop, SigtermReceived)) from None
     plan = _plan(registry, args)  # before the output: a selection error leaves no empty results file behind
     header = run_provenance(registry, args.threads)
     confirm = confirmation(args, header)
@@ -160,7 +145,7 @@ def command(args: argparse.Namespace) -> int:
     writer: ResultsWriter | None = None
     try:
         # the environments are held until the last worker ends
-        with _sigterm_as_interrupt(), environments_in_use(registry, args.env or (), header) as envs:
+        with sigterm_as_interrupt(), environments_in_use(registry, args.env or (), header) as envs:
             options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
                                  budget=args.max_time or "", rounds=args.rounds,
                                  confirm=confirm)

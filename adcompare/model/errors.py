@@ -51,6 +51,11 @@ class Terminated(Interrupted):
     exit_code = 143
 
 
+class SigtermReceived(KeyboardInterrupt):
+    """SIGTERM (a scheduler's time limit, `kill`), raised where Ctrl-C would be (cli/pipeline.sigterm_as_interrupt):
+    what finished is written first, then it becomes Terminated."""
+
+
 class SchedulerError(AdcompareError):
     """The scheduler refused or could not be reached (e.g. sbatch failed); nothing of the study was lost."""
 

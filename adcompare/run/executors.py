@@ -25,9 +25,9 @@ from typing import Literal
 
 from rich.console import Console
 
-from adcompare.model.errors import SchedulerError, UsageError
+from adcompare.model.errors import SchedulerError, SigtermReceived, UsageError
 from adcompare.store.output_paths import ensure_folder
-from adcompare.store.results import merge_files
+from adcompare.store.results import cells_in, merge_files
 
 err = Console(stderr=True)
 
@@ -71,8 +71,25 @@ def shard_command(request: ShardedRun, k: int, output: Path) -> list[str]:
 
 
 def run_shard_job(argv: Sequence[str]) -> int:
-    """A job's body (pickled by submitit, run on the node): the shard's command; its exit status."""
-    return subprocess.run(list(argv), check=False).returncode
+    """A job's body (pickled by submitit, run on the node): the shard's command; its exit status. Interrupted,
+    it waits for the shard to write its finished cells before going on up: Ctrl-C at a terminal reached the shard
+    too (one process group), while SIGTERM (as `run` raises it) was this process's alone and is passed on, the
+    shard's `run` handling it as Ctrl-C."""
+    shard = subprocess.Popen(list(argv))
+    try:
+        return shard.wait()
+    except KeyboardInterrupt as stop:
+        if isinstance(stop, SigtermReceived):
+            shard.terminate()
+        try:
+            shard.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:  # its rounds are in the round journal: --resume writes them
+            shard.kill()
+            shard.wait()
+        raise
+
+
+STOP_GRACE_SECONDS = 600  # a shard writes what finished within seconds of SIGTERM; this is a safety net
 
 
 def run_study(request: ShardedRun) -> int:
@@ -90,10 +107,13 @@ def run_study(request: ShardedRun) -> int:
         for p in earlier:
             p.unlink()
     commands = [shard_command(request, k, p) for k, p in enumerate(paths, start=1)]
-    codes = run_local(commands, paths) if request.executor == "local" else run_slurm(request.slurm, commands, paths)
-    present = [p for p in paths if p.exists()]
-    if present:
-        merge_files(present, request.output)
+    try:
+        codes = run_local(commands, paths) if request.executor == "local" else \
+            run_slurm(request.slurm, commands, paths)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM as `run` raises it: what the shards finished is merged first
+        _merge_present(paths, request.output)
+        raise
+    present = _merge_present(paths, request.output)
     failed = [k for k, code in enumerate(codes, start=1) if code not in (0, 1)]  # 1: a cell failed, recorded
     for k in failed:
         err.print(f"[red]shard {k}/{request.shards} did not finish (exit {codes[k - 1]}); its finished cells are "
@@ -102,13 +122,20 @@ def run_study(request: ShardedRun) -> int:
     return 1 if failed or any(codes) else 0
 
 
+def _merge_present(paths: Sequence[Path], output: Path) -> list[Path]:
+    present = [p for p in paths if p.exists()]
+    if present:
+        merge_files(present, output)
+    return present
+
+
 def run_local(commands: Sequence[Sequence[str]], paths: Sequence[Path]) -> list[int]:
     codes = []
     for k, argv in enumerate(commands, start=1):
         err.print(f"shard {k}/{len(commands)}: {paths[k - 1]}", highlight=False)
         began = time.perf_counter()
         codes.append(run_shard_job(argv))
-        err.print(f"shard {k}/{len(commands)}: {_cells_in(paths[k - 1])} cells in {time.perf_counter() - began:.0f} s "
+        err.print(f"shard {k}/{len(commands)}: {cells_in(paths[k - 1])} cells in {time.perf_counter() - began:.0f} s "
                   f"(exit {codes[-1]})", highlight=False)
     return codes
 
@@ -153,7 +180,7 @@ def run_slurm(options: SlurmOptions, commands: Sequence[Sequence[str]], paths: S
             warnings.simplefilter("ignore")
             states = [job.state for job in jobs]
             finished = [job.done() for job in jobs]
-        cells = sum(_cells_in(p) for p in paths)
+        cells = sum(cells_in(p) for p in paths)
         counts = ", ".join(f"{states.count(s)} {s.lower()}" for s in sorted(set(states)))
         line = f"jobs: {counts}; {cells} cells recorded"
         if line != last:
@@ -173,9 +200,3 @@ def run_slurm(options: SlurmOptions, commands: Sequence[Sequence[str]], paths: S
     return codes
 
 
-def _cells_in(path: Path) -> int:
-    try:
-        with path.open() as f:
-            return sum(1 for line in f if line.startswith('{"record": "cell"'))
-    except OSError:
-        return 0

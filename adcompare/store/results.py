@@ -175,6 +175,15 @@ def finished_keys(path: str | Path) -> set[str]:
     return {key for key, finished in done.items() if finished}
 
 
+def cells_in(path: str | Path) -> int:
+    """How many cell records `path` holds (0 where it cannot be read): a progress count, not a load."""
+    try:
+        with Path(path).open() as f:
+            return sum(1 for line in f if line.startswith('{"record": "cell"'))
+    except OSError:
+        return 0
+
+
 def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
     """One results file from several (a study's shards): the first file's header, then each file's machine,
     worker and cell records, every cell stamped with its own file's machine. Written beside `out` and renamed into
