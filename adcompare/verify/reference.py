@@ -36,7 +36,8 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   whose `adcompare.grad` takes central differences, with a stated error bound of 1e-5 (differences of differences).
 
 Results are cached per (problem, size, operator, dtype, inputs) within the process: every adapter and variant of
-a worker checks against the same reference, computed once.
+a worker checks against the same reference, computed once. The differencing itself (J·v, Jacobians, second
+orders, the price of an evaluation, complex step or not) is differencing.py's.
 """
 from __future__ import annotations
 
@@ -45,7 +46,6 @@ import functools
 import hashlib
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,22 +54,24 @@ import numpy as np
 from adcompare.model.operators import NESTED, spec
 from adcompare.model.problem import Problem, Size
 from adcompare.plugin.adapter import CellInputs
+from adcompare.verify.differencing import (
+    DIRECTION_SEED,
+    EPS,
+    FLOOR,
+    Differ,
+    Function,
+    SecondOrder,
+    central,
+    choose,
+    complex_step_works,
+    jacobian,
+    seconds_per_evaluation,
+)
 from adcompare.verify.tolerance import scaled_error
 
-EPS = float(np.finfo(np.float64).eps)
 FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made
 DIRECTIONS = 3  # seeded directions per directional check
-DIRECTION_SEED = 20240601  # seeds of the directional-check vectors: same everywhere
-COMPLEX_STEP = 1e-20
-# Floors under the Richardson estimates: an estimate can vanish by luck (a quadratic has no third derivative).
-FLOOR = {"complex step": 1e-13, "central": 1e-10, "second order over complex step": 1e-9,
-         "second order over central": 1e-7, "newton direction": 1e-7, "analytic": 1e-13,
-         # a central difference of central differences: eps^(2/3) rounding over an eps^(1/3) step, ~1e-5 (stated,
-         # not estimated: no Richardson pass through a whole nested computation)
-         "nested central differences": 1e-5}
 NEWTON_COORDINATES = 64  # the most coordinates a directional newton_dir reference checks (each one a Direction)
-
-Function = Callable[[np.ndarray], Any]
 
 
 class ReferenceError(ValueError):
@@ -109,107 +111,7 @@ class Reference:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Differencing primitives
-
-
-@dataclass(frozen=True)
-class _Differ:
-    """Directional derivatives J·v of a function by complex step, or by central differences with step
-    h = eps^exponent / maxᵢ(|vᵢ| / max(1, |xᵢ|)) (so each input moves by eps^exponent of its own scale)."""
-
-    complex_step: bool
-    exponent: float = 1 / 3
-
-    def evaluations(self, estimate: bool) -> int:
-        return 1 if self.complex_step else (4 if estimate else 2)
-
-    @property
-    def floor(self) -> float:
-        return FLOOR["complex step" if self.complex_step else "central"]
-
-    def along(self, f: Function, x: np.ndarray, v: np.ndarray, *, estimate: bool) -> tuple[np.ndarray, float]:
-        """(J·v, estimated scaled error); the estimate is 0.0 when not asked for (central) or the floor."""
-        scale = float(np.max(np.abs(v)))
-        if scale == 0.0:
-            return np.zeros_like(np.asarray(f(x), dtype=np.float64)), 0.0
-        if self.complex_step:
-            h = COMPLEX_STEP / scale
-            return np.imag(np.asarray(f(x + 1j * h * v))) / h, self.floor
-        t = EPS ** self.exponent / float(np.max(np.abs(v) / np.maximum(1.0, np.abs(x))))
-        d1 = _central(f, x, v, t)
-        if not estimate:
-            return d1, 0.0
-        return d1, max(scaled_error(d1, _central(f, x, v, 2 * t)), self.floor)
-
-
-def _central(f: Function, x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
-    return (np.asarray(f(x + t * v), dtype=np.float64) - np.asarray(f(x - t * v), dtype=np.float64)) / (2 * t)
-
-
-def _jacobian(f: Function, x: np.ndarray, d: _Differ, *, estimate: bool) -> tuple[np.ndarray, float]:
-    """Full Jacobian, f(x).shape + x.shape, one directional derivative per input element."""
-    columns, worst = [], 0.0
-    e = np.zeros(x.size)
-    for i in range(x.size):
-        e[i] = 1.0
-        column, err = d.along(f, x, e.reshape(x.shape), estimate=estimate)
-        e[i] = 0.0
-        columns.append(column)
-        worst = max(worst, err)
-    out_shape = np.shape(columns[0]) if columns else np.shape(f(x))
-    jac = np.stack(columns, axis=-1) if columns else np.zeros((*out_shape, 0))
-    return jac.reshape((*out_shape, *x.shape)), worst
-
-
-@dataclass(frozen=True)
-class _SecondOrder:
-    """Second derivatives of scalar f: central differences (outer) of a complex-step or central (inner) gradient."""
-
-    inner: _Differ
-
-    @property
-    def outer(self) -> _Differ:
-        # Over a complex-step gradient (exact to rounding) the classical eps^(1/3) step is best; over a
-        # central-difference gradient whose noise is eps^(3/4), both steps eps^(1/4) balance noise and truncation.
-        return _Differ(False, 1 / 3 if self.inner.complex_step else 1 / 4)
-
-    @property
-    def floor(self) -> float:
-        return FLOOR["second order over complex step" if self.inner.complex_step else "second order over central"]
-
-    def gradient(self, f: Function) -> Function:
-        return lambda x: _jacobian(f, x, self.inner, estimate=False)[0]
-
-    def hvp(self, f: Function, x: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
-        hv, err = self.outer.along(self.gradient(f), x, v, estimate=True)
-        return hv, max(err, self.floor)
-
-    def hessian(self, f: Function, x: np.ndarray) -> tuple[np.ndarray, float]:
-        columns, worst = [], 0.0
-        e = np.zeros(x.size)
-        for i in range(x.size):
-            e[i] = 1.0
-            column, err = self.hvp(f, x, e.reshape(x.shape))
-            e[i] = 0.0
-            columns.append(column.reshape(-1))
-            worst = max(worst, err)
-        h = np.stack(columns, axis=-1)
-        return ((h + h.T) / 2).reshape((*x.shape, *x.shape)), worst
-
-    def bilinear(self, f: Function, x: np.ndarray, w: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
-        """wᵀ·H·v: the directional derivative along w of the directional derivative along v (O(1) evaluations)."""
-        def dv(y: np.ndarray) -> np.ndarray:
-            return self.inner.along(f, y, v, estimate=False)[0]
-
-        out, err = self.outer.along(dv, x, w, estimate=True)
-        return out, max(err, self.floor)
-
-    def gradient_evaluations(self, n: int) -> int:
-        return n * self.inner.evaluations(False)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The point, the cost proxy and the choice of differencing
+# The point
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,47 +186,7 @@ def _point(inputs: CellInputs) -> _Point:
     )
 
 
-def seconds_per_evaluation(differ: _Differ, f: Function, x: np.ndarray) -> float:
-    """Best of three timed directional derivatives, divided by their evaluations: the unit price of differencing
-    (timing f alone missed the cost of building the perturbed points, 10× for small problems)."""
-    best = math.inf
-    e = np.zeros(x.size)
-    e[0] = 1.0
-    for _ in range(3):
-        started = time.perf_counter()
-        differ.along(f, x, e.reshape(x.shape), estimate=False)
-        best = min(best, time.perf_counter() - started)
-        if best > 0.01:  # heavy evaluations time well once; repeating them is what costs
-            break
-    return best / differ.evaluations(False)
-
-
-def _complex_step_works(f: Function, x: np.ndarray) -> str | None:
-    """None when the complex step agrees with central differences along a seeded direction, else why not."""
-    v = np.random.default_rng(DIRECTION_SEED - 1).standard_normal(x.shape)
-    try:
-        with np.errstate(all="ignore"):
-            cs, _ = _Differ(True).along(f, x, v, estimate=False)
-    except Exception as exc:  # e.g. a NumPy function that rejects complex input
-        return f"complex step raised {type(exc).__name__}: {exc}"
-    cd, err = _Differ(False).along(f, x, v, estimate=True)
-    gap = scaled_error(cs, cd)
-    return None if gap <= max(10 * err, 1e-7) else f"complex step disagreed with them by {gap:.1e}"
-
-
-def _choose(problem: Problem, f: Function, x: np.ndarray) -> tuple[_Differ, str]:
-    """Complex step where the problem declares it safe and a seeded directional derivative confirms it."""
-    central = _Differ(False)
-    if not problem.complex_step_safe:
-        return central, "central differences (step eps^(1/3)·max(1,|x|), Richardson error estimate)"
-    why_not = _complex_step_works(f, x)
-    if why_not is not None:
-        return central, (f"central differences ({why_not} along a seeded direction: problem {problem.name!r} is "
-                         f"declared complex_step_safe but is not)")
-    return _Differ(True), "complex step"
-
-
-def _rounding_error(problem: Problem, pt: _Point, operator: str, differ: _Differ,
+def _rounding_error(problem: Problem, pt: _Point, operator: str, differ: Differ,
                     directions: list[np.ndarray]) -> float:
     """Scaled error of J·v computed by complex step in the cell's precision, against the float64 reference."""
     cell = pt.cell
@@ -336,7 +198,7 @@ def _rounding_error(problem: Problem, pt: _Point, operator: str, differ: _Differ
     if not differ.complex_step:
         key = (problem, pt.where, "complex step works", per_example)
         if key not in _SHARED:
-            _SHARED[key] = _complex_step_works(f64, pt.x)
+            _SHARED[key] = complex_step_works(f64, pt.x)
         if _SHARED[key] is not None:
             return 0.0
     f_cell = problem.bind(np, dict(cell.constants))
@@ -381,7 +243,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         return _batch_mean_gradient(problem, pt, budget)
     functions = pt.examples(problem) if op.per_example else [pt.function(problem)]
     x = pt.x
-    differ, how = _choose(problem, functions[0], x)
+    differ, how = choose(problem, functions[0], x)
     price = seconds_per_evaluation(differ, functions[0], x)
 
     if operator == "jvp":
@@ -396,7 +258,7 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         if key not in _SHARED:  # grad, vjp, jacfwd and jacrev all derive from the same Jacobians
             if len(_SHARED) >= _CACHE_LIMIT // 8:
                 _SHARED.pop(next(iter(_SHARED)))
-            _SHARED[key] = tuple(zip(*(_jacobian(g, x, differ, estimate=True) for g in functions)))
+            _SHARED[key] = tuple(zip(*(jacobian(g, x, differ, estimate=True) for g in functions)))
         jacobians, errs = _SHARED[key]
         if op.per_example:
             value = np.stack(jacobians)
@@ -428,13 +290,13 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
 def _batch_mean_gradient(problem: Problem, pt: _Point, budget: float) -> Reference:
     """∇ of the batch's mean loss by differencing that mean in float64; directional past the budget."""
     f, x, count = pt.batch_mean(problem), pt.x, len(pt.examples_batch)
-    differ, how = _choose(problem, f, x)
+    differ, how = choose(problem, f, x)
     price = seconds_per_evaluation(differ, f, x)
     rounding = _rounding_error(problem, pt, "pmap_grad", differ, _directions(x.shape, salt=4))  # per example
     what = f"gradient of the whole batch's mean over {count} examples (unsplit)"
     full_cost = x.size * differ.evaluations(True) * price
     if full_cost <= budget:
-        value, err = _jacobian(f, x, differ, estimate=True)
+        value, err = jacobian(f, x, differ, estimate=True)
         return Reference(value, f"{how}, {what}", err, cost=full_cost, rounding_error=rounding)
     directions, worst = [], 0.0
     vs = _directions(x.shape, salt=1)
@@ -448,8 +310,8 @@ def _batch_mean_gradient(problem: Problem, pt: _Point, budget: float) -> Referen
 
 def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
     f, x = pt.function(problem), pt.x
-    differ, inner_how = _choose(problem, f, x)
-    so = _SecondOrder(differ)
+    differ, inner_how = choose(problem, f, x)
+    so = SecondOrder(differ)
     how = f"central differences of the {'complex-step' if differ.complex_step else 'central-difference'} " \
           f"gradient ({inner_how})"
     price = seconds_per_evaluation(differ, f, x)
@@ -500,14 +362,14 @@ def _nested(problem: Problem, pt: _Point) -> Reference:
                             "form declared)", FLOOR["nested central differences"])
 
 
-def _newton_coordinate(f: Function, x: np.ndarray, fx: float, i: int, differ: _Differ) -> tuple[float, float]:
+def _newton_coordinate(f: Function, x: np.ndarray, fx: float, i: int, differ: Differ) -> tuple[float, float]:
     """(∂f/∂xᵢ ⊘ ∂²f/∂xᵢ², scaled error estimate): the quotient at step t against the quotient at 2t."""
     basis = np.zeros(x.size)
     basis[i] = 1.0
     e = basis.reshape(x.shape)
     scale = max(1.0, abs(float(x.flat[i])))
     g = float(differ.along(f, x, e, estimate=False)[0])  # complex step: exact to rounding at any step
-    g2 = g if differ.complex_step else float(_central(f, x, e, 2 * EPS ** differ.exponent * scale))
+    g2 = g if differ.complex_step else float(central(f, x, e, 2 * EPS ** differ.exponent * scale))
     t = EPS ** 0.25 * scale
 
     def second(step: float) -> float:
@@ -520,7 +382,7 @@ def _newton_coordinate(f: Function, x: np.ndarray, fx: float, i: int, differ: _D
 def _newton_direction(problem: Problem, pt: _Point, budget: float) -> Reference:
     """∇f ⊘ diag(∇²f) coordinate by coordinate (see the module docstring); a seeded subset past the budget."""
     f, x = pt.function(problem), pt.x
-    differ, how = _choose(problem, f, x)
+    differ, how = choose(problem, f, x)
     price = seconds_per_evaluation(differ, f, x)
     per_coordinate = (2 * differ.evaluations(False) + 4) * price
     fx = float(f(x))
