@@ -18,7 +18,7 @@ from adcompare.cli import pipeline
 from adcompare.plugin.registry import load
 from adcompare.study import environments
 from adcompare.study.environment_lock import lock_path
-from adcompare.study.environments import EnvironmentSpec
+from adcompare.study.environment_specs import EnvironmentSpec
 
 SAFETY_S = 300  # a safety net for a line that never comes: far above the seconds the slowest step here takes
 SPEC = EnvironmentSpec("old", ("autograd==1.8.0",))
@@ -115,7 +115,8 @@ def _held_by_someone(lock_file: Path, exclusive: bool) -> bool:
 REINSTALL = """
 import pathlib, sys
 from adcompare.study import environments
-from adcompare.study.environments import EnvironmentSpec, Installer
+from adcompare.study.environment_specs import EnvironmentSpec
+from adcompare.study.environments import Installer
 
 class Recording(Installer):  # a real command in place of pip: it records when the reinstall ran
     def install(self, python, args):
@@ -203,7 +204,7 @@ def test_a_waiting_run_says_why_and_ctrl_c_ends_it_with_exit_130(tmp_path):
 USE = """
 import pathlib, sys
 from adcompare.study import environments
-from adcompare.study.environments import EnvironmentSpec
+from adcompare.study.environment_specs import EnvironmentSpec
 
 specs = [EnvironmentSpec.parse(text) for text in sys.argv[2:]]
 with environments.in_use(specs, root=pathlib.Path(sys.argv[1]), say=lambda line: print(line, flush=True)):

@@ -16,8 +16,8 @@ from adcompare.cli.main import main
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import EnvironmentSetupError
 from adcompare.store.results import load
-from adcompare.study import environments
-from adcompare.study.environments import EnvironmentSpec
+from adcompare.study import environment_specs, environments
+from adcompare.study.environment_specs import EnvironmentSpec
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
 
@@ -38,7 +38,7 @@ def test_env_option_parsing():
         with pytest.raises(EnvironmentSetupError, match=says):
             EnvironmentSpec.parse(bad)
     with pytest.raises(EnvironmentSetupError, match="given twice"):
-        environments.parse_options(["a=jax", "a=torch"])
+        environment_specs.parse_options(["a=jax", "a=torch"])
 
 
 def test_cell_identity_is_unchanged_in_the_current_environment():
@@ -58,7 +58,7 @@ def test_plan_puts_pinned_adapters_in_their_environments(registry):
                     dtypes=("float64",), adapters=("jax", "autograd"))
     plain = make_plan(registry, sel)
     assert all(c.environment == CURRENT for c in plain.cells)
-    specs = environments.parse_options(["old=autograd==1.8.0", "new=autograd==1.9.1"])
+    specs = environment_specs.parse_options(["old=autograd==1.8.0", "new=autograd==1.9.1"])
     spread = make_plan(registry, sel, environments=specs)
     where = sorted((c.adapter, c.environment) for c in spread.cells)
     assert where == [("autograd", "new"), ("autograd", "old"), ("jax", CURRENT)]

@@ -34,7 +34,7 @@ from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
 from adcompare.store.results import Results, load
 from adcompare.study import environments
-from adcompare.study.environments import EnvironmentSpec
+from adcompare.study.environment_specs import EnvironmentSpec
 
 PLUGIN = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_slowdown_plugin.py"
 

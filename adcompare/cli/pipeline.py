@@ -28,7 +28,7 @@ from adcompare.store import provenance
 from adcompare.store.output_paths import RESULTS_DIR
 from adcompare.store.results import ResultsWriter
 from adcompare.store.round_journal import RoundJournal
-from adcompare.study import environments
+from adcompare.study import environment_specs, environments
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
 from adcompare.study.suites import suites_planning
@@ -63,7 +63,7 @@ def environments_in_use(registry: Registry, env_options: Sequence[str],
                         header: dict) -> Iterator[dict[str, environments.Environment]]:
     """The `--env` environments, built or taken from the cache and locked against other runs' reinstalls until the
     block ends (the run's workers start from them throughout); named in the header with their fingerprints."""
-    specs = environments.parse_options(env_options)
+    specs = environment_specs.parse_options(env_options)
     if not specs:
         yield {}
         return
@@ -113,9 +113,9 @@ def plan_cells(registry: Registry, selected: Selection, *, memory_limit_gib: flo
                env_options: Sequence[str] = ()) -> Plan:
     """The plan of the selected cells, its notes printed; a plan with no cell is a usage error saying why."""
     limit = int(memory_limit_gib * 2**30) if memory_limit_gib else None
-    specs = environments.parse_options(env_options)
+    specs = environment_specs.parse_options(env_options)
     plan = make_plan(registry, selected, memory_limit=limit, environments=specs)
-    environments.check_pins(specs, [registry.adapters[a] for a in selected.adapters or registry.adapters])
+    environment_specs.check_pins(specs, [registry.adapters[a] for a in selected.adapters or registry.adapters])
     for note in plan.notes:
         err.print(f"[yellow]{note}[/]", highlight=False)
     if plan.total == 0:

@@ -33,7 +33,7 @@ from adcompare.run.runner import RunOptions
 from adcompare.store.output_paths import new_results_path, refuse_existing
 from adcompare.store.results import Results, ResultsWriter, cells_in, finished_keys
 from adcompare.store.round_journal import journal_path, read_journal
-from adcompare.study import environments
+from adcompare.study import environment_specs, environments
 from adcompare.study import scope as study
 from adcompare.study.plan import Plan
 from adcompare.study.shards import ShardSpec
@@ -118,7 +118,7 @@ def _dry_run(registry: Registry, args: argparse.Namespace) -> int:
         if args.rounds > 1:  # the estimate is one pass; later rounds repeat every timed cell in new workers
             out.print(f"--rounds {args.rounds}: each timed cell runs {args.rounds} times, so about "
                       f"{args.rounds}× the estimate", highlight=False)
-    for spec in environments.parse_options(args.env or ()):
+    for spec in environment_specs.parse_options(args.env or ()):
         out.print(f"environment {spec.name}: {environments.describe(spec)}")
     return 0
 

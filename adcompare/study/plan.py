@@ -21,7 +21,7 @@ from adcompare.model.problem import DTYPES, Problem, shapes_of
 from adcompare.model.status import Status
 from adcompare.plugin.adapter import STANDARD_VARIANTS
 from adcompare.plugin.registry import Registry
-from adcompare.study.environments import EnvironmentSpec, in_environments
+from adcompare.study.environment_specs import EnvironmentSpec, in_environments
 from adcompare.study.preflight import too_large
 from adcompare.study.suites import SUITE_DTYPES, SUITES, allows, suite_devices
 
