@@ -35,7 +35,7 @@ from pathlib import Path
 from adcompare.analysis.comparison import between_rounds, regressions, rounds_between
 from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.model.measurement import Timing
-from adcompare.store.results import load
+from adcompare.store.results import Results, load
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE / "gate_slowdown_plugin.py"
@@ -109,18 +109,49 @@ def unpaired(path: Path, pct: float) -> list[str]:
     return [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(rows)]
 
 
+def screening(results: Results) -> Results:
+    """The records as the run's first decision saw them: the confirmation rounds (run --confirm) taken off."""
+    ms = tuple(dataclasses.replace(m, timing=rounds_between(m.timing, 0, -k), details={})
+               if m.timing is not None and (k := m.details.get("confirmation_rounds")) else m
+               for m in results.measurements)
+    return dataclasses.replace(results, measurements=ms)
+
+
+def decide(results: Results, pct: float) -> list:
+    return [p.timing for p in pair_environments(results, threshold=pct / 100) if p.timing is not None]
+
+
 def first_decision(path: Path, pct: float) -> tuple[list[str], list[str]]:
     """The cells confirmed (run --confirm), and the offending cells of the decision on the rounds before the
     confirmation: what the gate said without it."""
     results = load([path])
     confirmed = sorted({m.cell.key.removesuffix(f"-{m.cell.environment}") for m in results.measurements
                         if m.details.get("confirmation_rounds")})
-    ms = tuple(dataclasses.replace(m, timing=rounds_between(m.timing, 0, -k), details={})
-               if m.timing is not None and (k := m.details.get("confirmation_rounds")) else m
-               for m in results.measurements)
-    rows = [p.timing for p in pair_environments(dataclasses.replace(results, measurements=ms), threshold=pct / 100)
-            if p.timing is not None]
-    return confirmed, [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(rows)]
+    return confirmed, [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(decide(screening(results), pct))]
+
+
+def joined(a: Timing, b: Timing) -> Timing:
+    """a's rounds, then b's: one record of both."""
+    return dataclasses.replace(a, samples=a.samples + b.samples, cpu_samples=a.cpu_samples + b.cpu_samples,
+                               rounds=a.rounds + b.rounds, round_minima=a.round_minima + b.round_minima,
+                               round_cpu=a.round_cpu + b.round_cpu, round_blocks=a.round_blocks + b.round_blocks)
+
+
+def confirmed_by(results: Results, partner: Results, pct: float) -> Results:
+    """`results` as if it had confirmed what its first decision flags with `partner`'s rounds of those cells (the
+    same cells timed in another run: fresh process pairs at another moment, as confirmation rounds are)."""
+    first = screening(results)
+    flagged = {dataclasses.replace(r.cell, environment="current").key for r in regressions(decide(first, pct))}
+    rounds = {m.cell.key: m.timing for m in screening(partner).measurements if m.timing is not None}
+    ms = []
+    for m in first.measurements:
+        key = dataclasses.replace(m.cell, environment="current").key
+        other = rounds.get(m.cell.key)
+        if key in flagged and m.timing is not None and other is not None:
+            m = dataclasses.replace(m, timing=joined(m.timing, other),
+                                    details={"confirmation_rounds": len(other.rounds)})
+        ms.append(m)
+    return dataclasses.replace(first, measurements=tuple(ms))
 
 
 INJECTED = (1.1, 1.15, 1.2, 1.3, 1.5)  # slowdowns injected into every cell of an honest run's recorded candidate
@@ -135,19 +166,32 @@ def scaled(timing: Timing, factor: float) -> Timing:
                                round_cpu=tuple(x * factor for x in timing.round_cpu))
 
 
-def injected(path: Path, pct: float) -> dict[str, str]:
+def injected(path: Path, pct: float, partner: Path | None = None) -> dict[str, str]:
     """Power over every cell, on the noise an honest run really had: each cell's candidate times multiplied by
     each INJECTED factor (all cells at once: the pooled noise is each cell's spread around its own mean, which a
-    factor does not move), decided as `compare RUN --fail-above PCT` decides; "caught/cells" per factor."""
-    results = load([path])
+    factor does not move), decided as `compare RUN --fail-above PCT` decides on the run's first rounds;
+    "caught/cells" per factor. With a `partner` (another honest run, scaled alike), also what confirming each
+    flagged cell with the partner's rounds of it catches (`…+confirmed`)."""
+    results = screening(load([path]))
+    other = screening(load([partner])) if partner else None
     out = {}
     for factor in INJECTED:
-        ms = tuple(dataclasses.replace(m, timing=scaled(m.timing, factor))
-                   if m.cell.environment != "base" and m.timing is not None else m for m in results.measurements)
-        rows = [p.timing for p in pair_environments(dataclasses.replace(results, measurements=ms),
-                                                     threshold=pct / 100) if p.timing is not None]
+        def slowed(r: Results) -> Results:
+            return dataclasses.replace(r, measurements=tuple(
+                dataclasses.replace(m, timing=scaled(m.timing, factor))
+                if m.cell.environment != "base" and m.timing is not None else m for m in r.measurements))
+        rows = decide(slowed(results), pct)
         out[f"{factor:g}"] = f"{len(regressions(rows))}/{len(rows)}"
+        if other is not None:
+            both = decide(confirmed_by(slowed(results), slowed(other), pct), pct)
+            out[f"{factor:g}+confirmed"] = f"{len(regressions(both))}/{len(both)}"
     return out
+
+
+def cross_confirmed(path: Path, partner: Path, pct: float) -> list[str]:
+    """The offending cells of `path` with its first decision's flags confirmed by `partner`'s rounds."""
+    rows = decide(confirmed_by(load([path]), load([partner]), pct), pct)
+    return [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(rows)]
 
 
 def main() -> None:
@@ -188,6 +232,14 @@ def main() -> None:
     summary: dict = {"selection": selection or "quick suite", "rounds": args.rounds, "fail_above": args.fail_above,
                      "confirm": args.confirm, "slowdown": args.slowdown, "targets": targets, "runs": runs,
                      "honest": [], "slowed": []}
+    honest_paths = [path for path, candidate in plan if candidate != slow]
+    slowed_paths = [path for path, candidate in plan if candidate == slow]
+
+    def partner(path: Path) -> Path | None:
+        """The next run of the same kind (cyclic): whose rounds confirm this one's flags in `cross_confirmed`."""
+        same = slowed_paths if path in slowed_paths else honest_paths
+        return same[(same.index(path) + 1) % len(same)] if len(same) > 1 else None
+
     for path, candidate in plan:
         code, offending = gate(path, args.fail_above)
         caught = {key: any(o.startswith(f"{key} ") for o in offending) for key in targets}
@@ -196,10 +248,15 @@ def main() -> None:
         row = {"run": path.name.removesuffix(".gz"), "exit": code, "false_alarms": others,
                "unpaired_rule": unpaired(path, args.fail_above), "noise": noise_line(path, args.fail_above),
                "confirmed_cells": confirmed, "first_decision": first}
+        other = partner(path)
+        if other is not None:
+            row["cross_confirmed"] = {"partner": other.name.removesuffix(".gz"),
+                                      "offending": cross_confirmed(path, other, args.fail_above)}
         if candidate == slow:
             summary["slowed"].append({**row, "caught": caught, "offending": offending})
         else:
-            summary["honest"].append({**row, "false_alarms": offending, "injected": injected(path, args.fail_above)})
+            summary["honest"].append({**row, "false_alarms": offending,
+                                      "injected": injected(path, args.fail_above, other)})
     summary_path.write_text(json.dumps(summary, indent=1))
 
     honest, slowed = summary["honest"], summary["slowed"]
@@ -211,6 +268,10 @@ def main() -> None:
         print(f"    {h['run']}: exit {h['exit']} {h['false_alarms']}; {h['noise'].split('; ')[-1]}")
         if h["confirmed_cells"]:
             print(f"      confirmed {len(h['confirmed_cells'])} cells; before the confirmation: {h['first_decision']}")
+    for h in honest + slowed:
+        if "cross_confirmed" in h:
+            print(f"    {h['run']}, its first decision confirmed by {h['cross_confirmed']['partner']}'s rounds: "
+                  f"{h['cross_confirmed']['offending']}")
     for h in honest:
         print(f"  {h['run']}, every cell slowed in the record, caught: "
               + ", ".join(f"×{f}: {c}" for f, c in h["injected"].items()))
