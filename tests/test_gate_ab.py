@@ -2,6 +2,7 @@
 turn, cell by cell, in one run, and `compare RUN` deciding each cell on its paired rounds (comparison.py)."""
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
@@ -28,6 +29,7 @@ from adcompare.analysis.comparison import (
 from adcompare.analysis.environment_pairs import pair_environments
 from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled, spread
 from adcompare.cli.main import main
+from adcompare.cli.run import confirmation
 from adcompare.model.cell import Cell
 from adcompare.model.errors import EnvironmentSetupError
 from adcompare.model.measurement import Measurement, Timing
@@ -436,3 +438,31 @@ def test_confirm_needs_an_ab_run_with_rounds(tmp_path, capsys):
                  "--rounds", "3", "--confirm", "10", "-o", str(out)]) == 2
     assert "--confirm decides between the environments of an A/B run" in capsys.readouterr().err
     assert not out.exists()  # refused before the results file was created
+
+
+def test_sides_confirmed_unequally_are_decided_on_their_first_rounds_paired():
+    """A confirmation interrupted on one side, or one environment of three confirmed: the pair is still decided
+    on paired rounds, its first ones, never unpaired on rounds that do not line up."""
+    specs = [([0.01 * k, -0.01 * k, 0.0], [0.0, 0.0, 0.0]) for k in range(12)]
+    results = _confirmed_results(specs)
+    ms = tuple(replace(m, details={}, timing=rounds_between(m.measured, 0, 3))
+               if m.cell.environment == "new" else m for m in results.measurements)
+    rows = [p.timing for p in pair_environments(replace(results, measurements=ms), threshold=0.10)]
+    assert all(r.noise_model == PAIRED_ROUNDS and r.difference.rounds == (3, 3) for r in rows)
+    assert all(r.difference.confirmation is None for r in rows)
+
+
+def test_confirm_chooses_a_flagged_cell_in_every_environment():
+    """base, a (×1.5 in every round) and b (the same as base): the cell is flagged against a, and it is timed again
+    in all three environments, so that base–b stays paired round for round too."""
+    cell = Cell("exp_dot_loss", "n10", "grad", "torch", "eager", "cpu", "float32")
+    base, slow = _lockstep([math.log(1.5)] * 3, 0.01)
+    _, same = _lockstep([0.0] * 3, 0.01)
+    ms = [Measurement(replace(cell, environment=env), Status.OK, timing=t)
+          for env, t in (("base", base), ("a", slow), ("b", same))]
+    header = {"environments": {"base": {}, "a": {}, "b": {}}}
+    args = argparse.Namespace(confirm=10.0, rounds=3, env=["base=@x", "a=@y", "b=@z"])
+    chosen = confirmation(args, header)(ms)
+    assert chosen == {m.cell.key for m in ms}
+    assert confirmation(argparse.Namespace(confirm=10.0, rounds=3, env=["base=@x", "a=@y", "b=@z"]),
+                        header)(ms[::2]) == set()  # base and b alone: nothing to confirm

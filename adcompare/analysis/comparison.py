@@ -265,10 +265,14 @@ def rounds_between(timing: Timing, start: int, stop: int | None) -> Timing:
                    round_blocks=counts[start:stop])
 
 
-def confirmation_rounds(baseline: Measurement, candidate: Measurement) -> int:
-    """How many of the pair's last rounds were confirmation rounds (run --confirm): both sides' count, else 0."""
-    a, b = baseline.details.get("confirmation_rounds", 0), candidate.details.get("confirmation_rounds", 0)
-    return a if a == b and isinstance(a, int) else 0
+def paired_sides(baseline: Measurement, candidate: Measurement) -> tuple[Timing, Timing, int]:
+    """Both sides' timings and how many of their last rounds are confirmation rounds (run --confirm). Sides whose
+    counts differ (a confirmation interrupted on one side) are decided on their first rounds alone."""
+    ka, kb = (int(m.details.get("confirmation_rounds") or 0) for m in (baseline, candidate))
+    a, b = baseline.measured, candidate.measured
+    if ka == kb:
+        return a, b, ka
+    return (rounds_between(a, 0, -ka) if ka else a), (rounds_between(b, 0, -kb) if kb else b), 0
 
 
 def paired_blocks(baseline: Timing, candidate: Timing, clock: str) -> list[list[float]] | None:
@@ -340,9 +344,10 @@ def differences(matched: list[tuple[Measurement, Measurement]], threshold: float
     judged = iter(judge([(boot.ratio("baseline:" + a.cell.key, a.measured, "candidate:" + b.cell.key, b.measured),
                           a.measured.samples, b.measured.samples) for a, b in within], threshold))
     if paired:
-        rounds: list[RoundDifference | None] = [
-            paired_rounds(a.measured, b.measured, threshold, b.cell.device == "cpu", confirmation_rounds(a, b))
-            if r else None for (a, b), r in zip(matched, by_rounds)]
+        rounds: list[RoundDifference | None] = []
+        for (a, b), r in zip(matched, by_rounds):
+            base, cand, extra = paired_sides(a, b) if r else (a.measured, b.measured, 0)
+            rounds.append(paired_rounds(base, cand, threshold, b.cell.device == "cpu", extra) if r else None)
         by_clock: dict[str, list[tuple[PairedDifference, str]]] = defaultdict(list)
         for (_, b), d in zip(matched, rounds):
             if isinstance(d, PairedDifference):

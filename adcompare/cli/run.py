@@ -71,8 +71,8 @@ def _settle_output(args: argparse.Namespace) -> tuple[str, bool]:
 
 
 def confirmation(args: argparse.Namespace, header: dict) -> Callable[[Sequence[Measurement]], set[str]] | None:
-    """--confirm PCT: the cells of both sides of every environment pair that `compare RUN --fail-above PCT` would
-    flag on the rounds so far (either direction), to be timed in as many rounds again."""
+    """--confirm PCT: the cells that `compare RUN --fail-above PCT` would flag on the rounds so far (either
+    direction, against any environment), in every environment, to be timed in as many rounds again."""
     if args.confirm is None:
         return None
     if args.rounds < 2 or len(args.env or ()) < 2:
@@ -82,8 +82,8 @@ def confirmation(args: argparse.Namespace, header: dict) -> Callable[[Sequence[M
 
     def flagged(measurements: Sequence[Measurement]) -> set[str]:
         pairs = pair_environments(Results((header,), tuple(measurements)), threshold=threshold)
-        return {m.cell.key for p in pairs if p.timing and p.timing.difference.significant
-                for m in (p.baseline, p.candidate)}
+        cells = {p.cell.across_environments for p in pairs if p.timing and p.timing.difference.significant}
+        return {m.cell.key for m in measurements if m.cell.across_environments in cells}  # in every environment
     return flagged
 
 
