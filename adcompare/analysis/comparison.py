@@ -216,13 +216,16 @@ class PairedDifference(RoundDifference):
 
     def with_noise(self, noise: PairedNoise, noise_class: str, confirming: int = 0) -> "PairedDifference":
         """Judged against the run's pooled noise for its class (paired_noise.py); its confirmation too, with the
-        bar set for the `confirming` cells confirmed (paired_noise.PairedNoise.for_cells)."""
+        same spread as the first rounds (their block spread: the confirmation's own blocks come from workers that
+        time one or two cells each, not dozens, and wandered 1.6–2.4× more than the same cells' first rounds in
+        issue 23's measurement) and the bar set for the `confirming` cells confirmed (PairedNoise.for_cells)."""
         mean = statistics.fmean(self.log_ratios)
         half = noise.half_width(len(self.log_ratios), noise_class, self.block_spread)
         ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
         confirmation = self.confirmation
         if confirmation is not None:
-            confirmation = confirmation.with_noise(noise.for_cells(confirming), noise_class)
+            confirmation = replace(confirmation, block_spread=self.block_spread).with_noise(
+                noise.for_cells(confirming), noise_class)
         return replace(self, ratio=ratio, noise=noise, noise_class=noise_class, confirmation=confirmation)
 
 

@@ -36,6 +36,8 @@ examples:
   adcompare compare before.jsonl after.jsonl       ratio of medians per cell, with confidence intervals
   adcompare run --rounds 3 -o main.jsonl          each cell timed in 3 rounds, fresh workers each (for the gate)
   adcompare compare main.jsonl pr.jsonl --fail-above 10   CI gate: exit 1 on a significant slowdown > 10 %
+  adcompare run --rounds 3 --confirm 10 --env base=@../base/venv/bin/python --env current -o ab.jsonl
+  adcompare compare ab.jsonl --fail-above 10      the A/B gate: both sides in one run, flagged cells confirmed
   adcompare run --adapter jax --env old="jax==0.9.2 jaxlib==0.9.2" --env new="jax==0.10.2 jaxlib==0.10.2" -o rel.jsonl
   adcompare compare rel.jsonl                      each cell under new vs old: ratio, interval, values agree?
 """

@@ -110,6 +110,7 @@ def sharded_run(args: argparse.Namespace, output: str) -> executors.ShardedRun:
 
 
 def _dry_run(registry: Registry, args: argparse.Namespace) -> int:
+    confirmation(args, {})  # a --confirm the run would refuse is refused here too
     st = _study(registry, _plan(registry, args), args, args.output, machine(registry).id)
     if args.json:
         print(json.dumps(study.cells_json(registry, st)))
