@@ -205,6 +205,8 @@ def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tm
     assert slowed["ratio"] == pytest.approx(statistics.median(paired)) and slowed["low"] <= slowed["ratio"]
     assert paired[0] > 2  # 4× the CPU time, whatever the load
     assert "paired rounds" in captured.err
+    said = " ".join(captured.err.split())
+    assert f"confirmation: {len(flagged)} cell(s) flagged by the first rounds were timed again" in said
     assert main(["compare", str(out)]) == 0  # no --fail-above: no gate, the table says what its interval is
     assert "interval on paired rounds" in capsys.readouterr().out
 

@@ -10,6 +10,7 @@ from adcompare.analysis.comparison import (
     PAIRED_ROUNDS,
     WITHIN_RUN,
     WITHIN_RUN_CAVEAT,
+    PairedDifference,
     compare,
     paired_noises,
     regressions,
@@ -65,6 +66,16 @@ def _say_noise_model(rows) -> None:
                   + (f", {paired} of them paired" if paired else "") + ")", highlight=False)
 
 
+def _say_confirmation(rows) -> None:
+    """How many cells the run's first decision flagged and timed again (run --confirm), and how many held."""
+    confirmed = [r.difference for r in rows if isinstance(r.difference, PairedDifference)
+                 and r.difference.confirmation is not None and r.difference.flagged]
+    if confirmed:
+        held = sum(d.confirmed for d in confirmed)
+        err.print(f"confirmation: {len(confirmed)} cell(s) flagged by the first rounds were timed again; {held} "
+                  f"confirmed, {len(confirmed) - held} not (counted the same)", highlight=False)
+
+
 PAIRED_INTERVAL = ("interval on paired rounds: exp(mean log(candidate_r ÷ baseline_r) ± z·σ/√n), σ the run's "
                    "paired noise (printed below; with fewer than 10 cells: the range of the paired ratios)")
 
@@ -88,4 +99,5 @@ def _compare_environments(pairs, args: argparse.Namespace) -> int:
     threshold = NOISE if args.fail_above is None else args.fail_above / 100
     for noise in paired_noises(timed):  # on stderr, so --json's stdout stays one object per cell
         err.print(noise.describe(threshold), highlight=False)
+    _say_confirmation(timed)
     return 1 if slower or any(pair.values_agree is False for pair in pairs) else 0
