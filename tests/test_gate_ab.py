@@ -442,6 +442,8 @@ def test_confirm_needs_an_ab_run_with_rounds(tmp_path, capsys):
     assert "--confirm decides between the environments of an A/B run" in capsys.readouterr().err
     assert not out.exists()  # refused before the results file was created
     assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--confirm", "10", "--dry-run"]) == 2
+    assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--confirm", "10", "--executor", "local",
+                 "-o", str(out)]) == 2 and not out.exists()
 
 
 def test_sides_confirmed_unequally_are_decided_on_their_first_rounds_paired():

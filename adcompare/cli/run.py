@@ -129,6 +129,7 @@ def command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(registry, args)
     if args.executor:
+        confirmation(args, {})  # each shard confirms its own cells; a --confirm they would refuse is refused here
         request = sharded_run(args, _settle_output(args)[0])
         try:
             with sigterm_as_interrupt():
