@@ -125,7 +125,7 @@ def first_decision(path: Path, pct: float) -> tuple[list[str], list[str]]:
     """The cells confirmed (run --confirm), and the offending cells of the decision on the rounds before the
     confirmation: what the gate said without it."""
     results = load([path])
-    confirmed = sorted({m.cell.key.removesuffix(f"-{m.cell.environment}") for m in results.measurements
+    confirmed = sorted({dataclasses.replace(m.cell, environment="current").key for m in results.measurements
                         if m.details.get("confirmation_rounds")})
     return confirmed, [f"{r.cell.key} ×{r.change:.3f}" for r in regressions(decide(screening(results), pct))]
 

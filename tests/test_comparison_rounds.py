@@ -33,9 +33,10 @@ from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.adapter import Prepared
-from adcompare.run.rounds import merge_rounds
+from adcompare.run.rounds import merge_rounds, recovered
 from adcompare.run.timing import measure, median_interval
 from adcompare.store.results import Results, ResultsWriter, load
+from adcompare.store.round_journal import RoundJournal, read_journal
 
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 
@@ -440,8 +441,8 @@ def test_a_run_killed_outright_leaves_its_rounds_and_resume_writes_them(tmp_path
     os.killpg(run.pid, signal.SIGKILL)  # the driver and its worker, as a lost machine or the OOM killer would
     run.wait(timeout=300)
     assert load([path]).measurements == ()  # nothing was written: every cell waits for its 50th round
-    left = journal.read_text().count("\n")
-    assert left >= 5
+    left = journal.read_text().count("\n") - 1  # the rounds: every line but the owner line
+    assert left >= 4
     resumed = subprocess.run(argv + ["--resume"], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "recovered 2 cell(s) from the rounds a killed run left in" in " ".join(resumed.stdout.split())
@@ -451,3 +452,28 @@ def test_a_run_killed_outright_leaves_its_rounds_and_resume_writes_them(tmp_path
     assert 2 <= sum(rounds) <= left and all(r < 50 for r in rounds)
     assert all(by_op[op].details["rounds_planned"] == 50 and by_op[op].status is Status.OK for op in by_op)
     assert not journal.exists()  # the resumed run wrote every cell it journalled (none: nothing was left to run)
+
+
+def test_a_journal_names_its_results_file_and_recovery_says_the_rounds_planned(tmp_path):
+    """A journal left beside a file that was since replaced (`--overwrite`: a new header) is not recovered into
+    it; a cell --confirm had chosen is recovered as planned for twice its first rounds, as Ctrl-C writes it."""
+    results = tmp_path / "r.jsonl"
+    header = {"format": "adcompare-results", "schema": 2, "provenance": {"date": "2026-11-24T10:00:00",
+                                                                          "machine": {"fingerprint": "abc"}}}
+    results.write_text(json.dumps(header) + "\n")
+    journal = RoundJournal(results)
+    chosen, other = _measurement([1.0, 2.0]), dataclasses.replace(_measurement([1.0, 2.0]),
+                                                                 cell=dataclasses.replace(CELL, size="n99"))
+    for m in (chosen, other):
+        journal.add(m, 3)
+    journal.choose({chosen.cell.key})
+    journal.add(chosen, 6, confirmation=True)
+    journal._file.close()  # killed: never closed by the run
+    found = {m.cell.key: m for m in recovered(read_journal(results), done=set())}
+    assert found[chosen.cell.key].details["rounds_planned"] == 6
+    assert found[chosen.cell.key].details["confirmation_rounds"] == 1
+    assert found[other.cell.key].details["rounds_planned"] == 3
+    assert recovered(read_journal(results), done={other.cell.key})[0].cell.key == chosen.cell.key
+    header["provenance"]["date"] = "2026-11-24T11:00:00"  # the file replaced by another run
+    results.write_text(json.dumps(header) + "\n")
+    assert read_journal(results).rounds == ()

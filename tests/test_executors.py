@@ -67,7 +67,7 @@ def test_local_shards_merge_resume_and_report(tmp_path, capsys):
     assert {m.cell.key for m in load(shards).measurements} == planned
 
 
-DRIVER_OPTIONS = {"--output", "--resume", "--overwrite", "--dry-run", "--json", "--no-progress", "--shard",
+DRIVER_OPTIONS = {"--output", "--resume", "--overwrite", "--dry-run", "--json", "--no-progress", "--confirm", "--shard",
                   "--executor", "--shards", "--shard-dir", "--slurm-partition", "--slurm-gpus-per-job",
                   "--slurm-cpus-per-job", "--slurm-time", "--slurm-exclusive", "--help"}
 
@@ -120,7 +120,8 @@ def test_sigterm_to_the_driver_stops_the_shard_gracefully_and_merges_what_finish
     driver = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     journal = tmp_path / "study.jsonl.shards" / "shard-1-of-2.jsonl.rounds"
     deadline = time.monotonic() + 300  # a safety net: the first round of shard 1 takes seconds
-    while time.monotonic() < deadline and (not journal.exists() or journal.read_text().count("\n") < 2):
+    # the journal's owner line, then two rounds
+    while time.monotonic() < deadline and (not journal.exists() or journal.read_text().count("\n") < 3):
         time.sleep(0.1)
     driver.send_signal(signal.SIGTERM)
     said = " ".join(driver.communicate(timeout=600)[0].split())

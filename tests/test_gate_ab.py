@@ -443,7 +443,8 @@ def test_confirm_needs_an_ab_run_with_rounds(tmp_path, capsys):
     assert not out.exists()  # refused before the results file was created
     assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--confirm", "10", "--dry-run"]) == 2
     assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--confirm", "10", "--executor", "local",
-                 "-o", str(out)]) == 2 and not out.exists()
+                 "-o", str(out), "--rounds", "3", "--env", f"base=@{sys.executable}", "--env", "current"]) == 2
+    assert "--executor splits them between shards" in " ".join(capsys.readouterr().err.split()) and not out.exists()
 
 
 def test_sides_confirmed_unequally_are_decided_on_their_first_rounds_paired():
@@ -507,3 +508,17 @@ def test_a_confirmation_is_judged_with_the_first_rounds_block_spread():
     wandering = paired_rounds(own[1], own[0], 0.10)
     assert noise.factor("torch eager", wandering.block_spread) > 5  # judged so, ×1.2 would be within the noise
     assert not wandering.with_noise(noise.for_cells(1), "torch eager").significant
+
+
+def test_an_unfinished_confirmation_takes_no_part_and_the_first_rounds_decide():
+    """Ctrl-C after 2 of 3 confirmation rounds on both sides: the counts agree, but the confirmation did not
+    finish (details.rounds < rounds_planned), so the pair is decided on its first 3 rounds, as if unconfirmed."""
+    rng = random.Random(4)
+    slow = [math.log(1.5)] * 3
+    specs = [([rng.gauss(0, 0.02) for _ in range(3)], []) for _ in range(20)] + [(slow, [0.0, 0.0])]
+    results = _confirmed_results(specs)
+    ms = tuple(replace(m, details={**m.details, "rounds": 5, "rounds_planned": 6}) if m.details else m
+               for m in results.measurements)
+    (row,) = [p.timing for p in pair_environments(replace(results, measurements=ms), threshold=0.10)
+              if p.cell.size == f"n{10 ** 21}"]
+    assert row.difference.confirmation is None and row.difference.rounds == (3, 3) and row.verdict == "slower"

@@ -218,7 +218,7 @@ class PairedDifference(RoundDifference):
         """Judged against the run's pooled noise for its class (paired_noise.py); its confirmation too, with the
         same spread as the first rounds (their block spread: the confirmation's own blocks come from workers that
         time one or two cells each, not dozens, and wandered 1.6–2.4× more than the same cells' first rounds in
-        issue 23's measurement) and the bar set for the `confirming` cells confirmed (PairedNoise.for_cells)."""
+        issue 23's measurement) and the bar set for the `confirming` pairs confirmed (PairedNoise.for_cells)."""
         mean = statistics.fmean(self.log_ratios)
         half = noise.half_width(len(self.log_ratios), noise_class, self.block_spread)
         ratio = Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), resampled=False)
@@ -269,11 +269,13 @@ def rounds_between(timing: Timing, start: int, stop: int | None) -> Timing:
 
 
 def paired_sides(baseline: Measurement, candidate: Measurement) -> tuple[Timing, Timing, int]:
-    """Both sides' timings and how many of their last rounds are confirmation rounds (run --confirm). Sides whose
-    counts differ (a confirmation interrupted on one side) are decided on their first rounds alone."""
+    """Both sides' timings and how many of their last rounds are confirmation rounds (run --confirm). A
+    confirmation that did not finish on both sides (interrupted: fewer rounds than planned, or counts that differ)
+    takes no part: the pair is decided on its first rounds alone."""
     ka, kb = (int(m.details.get("confirmation_rounds") or 0) for m in (baseline, candidate))
     a, b = baseline.measured, candidate.measured
-    if ka == kb:
+    finished = all(m.details.get("rounds", 0) >= m.details.get("rounds_planned", 0) for m in (baseline, candidate))
+    if ka == kb and (ka == 0 or finished):
         return a, b, ka
     return (rounds_between(a, 0, -ka) if ka else a), (rounds_between(b, 0, -kb) if kb else b), 0
 

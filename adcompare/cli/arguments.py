@@ -18,7 +18,7 @@ from adcompare.study.suites import SUITE_SUMMARIES, SUITES
 # (tests/test_executors.py checks that every `run` option is either here or the driver's).
 SHARD_OPTIONS = ("--problem", "--size", "--operator", "--adapter", "--variant", "--device", "--dtype", "--tag",
                  "--environment", "--devices", "--suite", "--inputs", "--seed", "--timeout", "--threads",
-                 "--memory-limit", "--rounds", "--confirm", "--env", "--max-time", "--history", "--plugin")
+                 "--memory-limit", "--rounds", "--env", "--max-time", "--history", "--plugin")
 
 
 def positive(kind: type) -> Callable[[str], Any]:

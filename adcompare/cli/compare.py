@@ -67,13 +67,19 @@ def _say_noise_model(rows) -> None:
 
 
 def _say_confirmation(rows) -> None:
-    """How many cells the run's first decision flagged and timed again (run --confirm), and how many held."""
-    confirmed = [r.difference for r in rows if isinstance(r.difference, PairedDifference)
-                 and r.difference.confirmation is not None and r.difference.flagged]
-    if confirmed:
-        held = sum(d.confirmed for d in confirmed)
-        err.print(f"confirmation: {len(confirmed)} cell(s) flagged by the first rounds were timed again; {held} "
-                  f"confirmed, {len(confirmed) - held} not (counted the same)", highlight=False)
+    """How many cells the run's first decision flagged and timed again (run --confirm), how many held, and how
+    many flagged cells this comparison decides on their first rounds alone (none timed again: a lower
+    --fail-above than the run's --confirm, another --baseline-environment, an interrupted confirmation)."""
+    paired = [r.difference for r in rows if isinstance(r.difference, PairedDifference)]
+    confirmed = [d for d in paired if d.confirmation is not None and d.flagged]
+    if not confirmed:
+        return
+    held = sum(d.confirmed for d in confirmed)
+    alone = sum(d.confirmation is None and d.flagged for d in paired)
+    err.print(f"confirmation: {len(confirmed)} cell(s) flagged by the first rounds were timed again; {held} "
+              f"confirmed, {len(confirmed) - held} not (verdict: same)"
+              + (f"; {alone} flagged cell(s) had no confirmation rounds and are decided on their first rounds"
+                 if alone else ""), highlight=False)
 
 
 PAIRED_INTERVAL = ("interval on paired rounds: exp(mean log(candidate_r ÷ baseline_r) ± z·σ/√n), σ the run's "

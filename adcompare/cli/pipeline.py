@@ -159,6 +159,16 @@ def _counted(confirm: Callable[[Sequence[Measurement]], Collection[str]], bar: P
     return chosen
 
 
+def _journalled(confirm: Callable[[Sequence[Measurement]], Collection[str]],
+                journal: RoundJournal) -> Callable[[Sequence[Measurement]], Collection[str]]:
+    """--confirm's choice, written to the round journal before the confirmation rounds run."""
+    def chosen(measurements: Sequence[Measurement]) -> Collection[str]:
+        keys = confirm(measurements)
+        journal.choose(keys)
+        return keys
+    return chosen
+
+
 def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_progress: bool,
             writer: ResultsWriter | None = None, envs: dict[str, environments.Environment] | None = None,
             recovered: Sequence[Measurement] = ()) -> list[Measurement]:
@@ -188,12 +198,20 @@ def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_
     for cell in recovered:
         record(cell)
     journal = RoundJournal(writer.path) if writer is not None and options.rounds > 1 else None
+    if journal is not None and writer is not None and options.confirm is not None:
+        options = dataclasses.replace(options, confirm=_journalled(options.confirm, journal))
+
+    def record_round(m: Measurement, planned: int, confirming: bool) -> None:
+        if journal is not None and writer is not None:  # stamped with its machine, as it will be written
+            stamped = environments.stamp(m, machines)
+            journal.add(stamped if stamped.machine else dataclasses.replace(stamped, machine=writer.machine.id),
+                        planned, confirming)
+
     if bar is not None:
         bar.start()
     try:
         measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker,
-                                  progress=progress or (lambda c, m: None),
-                                  record_round=journal.add if journal else (lambda m, planned, confirming: None))
+                                  progress=progress or (lambda c, m: None), record_round=record_round)
         return [labelled(m, registry.problems) for m in [*recovered, *measurements]]
     finally:
         if journal is not None and writer is not None:

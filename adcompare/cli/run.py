@@ -72,7 +72,8 @@ def _settle_output(args: argparse.Namespace) -> tuple[str, bool]:
 
 def confirmation(args: argparse.Namespace, header: dict) -> Callable[[Sequence[Measurement]], set[str]] | None:
     """--confirm PCT: the cells that `compare RUN --fail-above PCT` would flag on the rounds so far (either
-    direction, against any environment), in every environment, to be timed in as many rounds again."""
+    direction, each environment against the first), in every environment, to be timed in as many rounds again.
+    Decided on this invocation's cells (with --resume: those it runs), as compare of them alone would."""
     if args.confirm is None:
         return None
     if args.rounds < 2 or len(args.env or ()) < 2:
@@ -129,7 +130,9 @@ def command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(registry, args)
     if args.executor:
-        confirmation(args, {})  # each shard confirms its own cells; a --confirm they would refuse is refused here
+        if args.confirm is not None:  # shards split by worker group, environment included: no shard holds a pair
+            raise UsageError("--confirm needs both environments of a cell in one run, and --executor splits them "
+                             "between shards; drop --executor (or --confirm)")
         request = sharded_run(args, _settle_output(args)[0])
         try:
             with sigterm_as_interrupt():

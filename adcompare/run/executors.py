@@ -83,7 +83,7 @@ def run_shard_job(argv: Sequence[str]) -> int:
             shard.terminate()
         try:
             shard.wait(timeout=STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:  # its rounds are in the round journal: --resume writes them
+        except subprocess.TimeoutExpired:  # what it flushed stays (with --rounds, the round journal too)
             shard.kill()
             shard.wait()
         raise

@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
-from adcompare.store.round_journal import JournalledRound
+from adcompare.store.round_journal import Journal, JournalledRound
 
 
 def timed(m: Measurement) -> bool:
@@ -74,12 +74,18 @@ def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None, conf
     return replace(first, timing=timing, details=details)
 
 
-def recovered(journal: Sequence[JournalledRound], done: Collection[str]) -> list[Measurement]:
+def recovered(journal: Journal, done: Collection[str]) -> list[Measurement]:
     """The records a killed run would have written on Ctrl-C: each journalled cell not among the keys `done`
-    (already in the results file), merged from the rounds it finished."""
+    (already in the results file), merged from the rounds it finished; a cell --confirm had chosen was to have
+    twice its first rounds."""
     by_key: dict[str, list[JournalledRound]] = defaultdict(list)
-    for r in journal:
+    for r in journal.rounds:
         if r.measurement.cell.key not in done:
             by_key[r.measurement.cell.key].append(r)
-    return [merge_rounds([r.measurement for r in rs], planned=max(r.planned for r in rs),
-                         confirmation=sum(r.confirmation for r in rs)) for rs in by_key.values()]
+    out = []
+    for key, rs in by_key.items():
+        first = max((r.planned for r in rs if not r.confirmation), default=max(r.planned for r in rs))
+        planned = 2 * first if key in journal.confirming else first
+        out.append(merge_rounds([r.measurement for r in rs], planned=planned,
+                                confirmation=sum(r.confirmation for r in rs)))
+    return out
