@@ -25,6 +25,8 @@ CELLS = [
     _m("n1000", "jacrev", "torch", "compiled", status=Status.FAILED, message="boom"),
     _m("n1000", "jacfwd", "torch", "compiled", status=Status.CRASHED, message="segfault"),  # expected (table)
     _m("n1000", "jacfwd", "jax", "eager", 2e-3),
+    _m("n1000", "jacfwd", "autograd", "eager", status=Status.SKIPPED,
+       message="skipped: not scheduled: estimated not to fit within --max-time 15m"),  # as budget.py writes it
 ]
 
 
@@ -41,6 +43,10 @@ def test_tiles_ratios_glyphs_and_links():
     assert jacrev["autograd · compiled"].text == "–" and jacrev["torch · compiled"].text == "✗"
     jacfwd = {h.columns[j]: t for (i, j), t in h.tiles.items() if i == 0}
     assert jacfwd["torch · compiled"].text == "⊘" and "expected" in jacfwd["torch · compiled"].hover
+    assert jacfwd["autograd · eager"].text == "·"
+    assert jacfwd["autograd · eager"].hover.endswith(  # the status once, though the message starts with it
+        "autograd · eager: skipped: not scheduled: estimated not to fit within --max-time 15m")
+    assert jacrev["torch · compiled"].hover.endswith("torch · compiled: failed: boom")
     assert jacrev["torch · eager"].link == ("#filter=problem=exp_dot_loss%20size=n1000%20operator=jacrev%20"
                                             "adapter=torch%20variant=eager%20device=cpu%20dtype=float32")
     assert jacrev["torch · eager"].fill != jacrev["jax · eager"].fill == heatmap.VIRIDIS[0]

@@ -84,8 +84,14 @@ def _glyph(m: Measurement) -> tuple[str, str, str] | None:
     if m.status is Status.UNSUPPORTED:
         return "–", "#eeeeee", f"unsupported: {m.message}"
     if m.status in NOT_RUN:
-        return "·", "#f6f6f6", f"{m.status.value}: {m.message}"
-    return "✗", "#f4b6b6", f"{m.status.value}: {m.message}"
+        return "·", "#f6f6f6", _said(m)
+    return "✗", "#f4b6b6", _said(m)
+
+
+def _said(m: Measurement) -> str:
+    """The status and its message, once: skipped cells' messages already begin with "skipped: "."""
+    prefix = f"{m.status.value}: "
+    return m.message if m.message.startswith(prefix) else prefix + m.message
 
 
 def _largest(cells: Sequence[Measurement]) -> list[Measurement]:
