@@ -151,6 +151,10 @@ def nested_derivative(tf: ModuleType) -> nesting.Derivative:
     zero = tf.UnconnectedGradients.ZERO
 
     def derivative(f: nesting.Scalar, x: Any, mode: str) -> Any:
+        # A tape or accumulator follows a tensor, not an argument: where f's closure holds the very tensor x (saddle's
+        # inner descent starts at its outer iterate), it would differentiate that use too. A fresh tensor is f's
+        # argument alone; an outer tape still sees it as x's identity.
+        x = tf.identity(x)
         if mode == "reverse":
             with tf.GradientTape() as tape:
                 tape.watch(x)

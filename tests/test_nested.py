@@ -6,8 +6,9 @@ Held here, in the normal run:
 - the primitive's modes and orders, and its NumPy default (central differences) against a closed form;
 - every built-in adapter, in its own worker, takes every nesting order of a small nested function (an outer
   derivative of an inner derivative, with a value-dependent branch inside) and its own `grad` operator through
-  `adcompare.grad`, against the closed form, at 1e-12; its compiled variants fail GradBench's evals (data-
-  dependent loops) as `compilable=False` declares;
+  `adcompare.grad`, against the closed form, at 1e-12, and every order of one whose derivatives are taken at the
+  array their closures hold (a TensorFlow tape followed that use too, and saddle's descents stopped at once); its
+  compiled variants fail GradBench's evals (data-dependent loops) as `compilable=False` declares;
 - the float64 references of saddle and particle (closed forms, complex step) equal GradBench's expected outputs,
   and so does the problem itself through NumPy's default derivative, at GradBench's 1e-4.
 Under `-m slow`: every adapter and nesting order on GradBench's own inputs. Measured here (2 shared cores): one
@@ -62,6 +63,28 @@ def _(rng, n):
 
 
 TOY = nested_toy.build()
+
+
+@problem(sizes=[3], wrt="x", operators=("value", *NESTED))
+def nested_shared(x, /, *, a, xp):
+    """Each derivative taken at the very array its function's closure also holds, as saddle's inner descent starts
+    at its outer iterate: only the argument is differentiated. inner(z) = ∂/∂p [Σz² − Σp²] at p = z is −2z, and
+    ∂/∂z [Σa·x² + Σa·inner(z)] at z = x is −2a (x held), so the value is Σ −2a·x. A derivative that followed the
+    closure's array too would give inner = 0 and 2a·x − 2a."""
+    def inner(z):
+        return adcompare.grad(lambda p: xp.sum(z * z) - xp.sum(p * p), z, xp=xp, mode="inner")
+
+    outer = adcompare.grad(lambda z: xp.sum(a * x * x) + xp.sum(a * inner(z)), x, xp=xp, mode="outer")
+    return xp.sum(outer * x)
+
+
+@nested_shared.inputs
+def _(rng, n):
+    return {"x": X[:n].copy(), "a": A[:n].copy()}
+
+
+SHARED = nested_shared.build()
+SHARED_CLOSED_FORM = float(np.sum(-2 * A * X))
 
 
 def toy_closed_form(x: np.ndarray) -> float:
@@ -154,7 +177,7 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, 
     GradBench input; the toy's nesting orders also get the run's own check (reference, tolerance, projection) as
     `<case>/check`."""
     def inputs_of(case):
-        prob = TOY if case[0] == "nested_toy" else plugins.load().problem(case[0])
+        prob = {"nested_toy": TOY, "nested_shared": SHARED}.get(case[0]) or plugins.load().problem(case[0])
         return prob, prob.sizes[0], float64_inputs(prob, prob.sizes[0])
 
     def check(case, prob, size, inputs, result):
@@ -182,6 +205,7 @@ class AdapterNesting:
         adapter = self.adapter()
         eager = [v for v in adapter.variants if not adapter.compiled_from(v)]
         cases = [("nested_toy", op, v) for v in eager for op in (*NESTED, "grad")]
+        cases += [("nested_shared", op, v) for v in eager for op in NESTED]
         # GradBench's evals in the compiled variants: their loops read values, which no tracing compiler stages
         compiled = [v for v in adapter.variants if adapter.compiled_from(v) and v not in adapter.slow_variants]
         cases += [("particle", "nested_rr", v) for v in compiled]
@@ -199,10 +223,11 @@ class AdapterNesting:
                 assert isinstance(result, dict) and "error" in result, (key, result)
                 continue
             assert not isinstance(result, dict), (key, result)
-            expected = toy_grad_closed_form(X) if operator == "grad" else toy_closed_form(X)
+            expected = SHARED_CLOSED_FORM if name == "nested_shared" else \
+                toy_grad_closed_form(X) if operator == "grad" else toy_closed_form(X)
             assert scaled_error(result, expected) <= 1e-12, (key, result, expected)
             ran += 1
-        assert ran >= len(NESTED) + 1
+        assert ran >= 2 * len(NESTED) + 1
 
     @pytest.mark.slow
     def test_every_nesting_order_reproduces_gradbench_expected_outputs(self):
