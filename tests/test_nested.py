@@ -70,7 +70,7 @@ def nested_shared(x, /, *, a, xp):
     """Each derivative taken at the very array its function's closure also holds, as saddle's inner descent starts
     at its outer iterate: only the argument is differentiated. inner(z) = ∂/∂p [Σz² − Σp²] at p = z is −2z, and
     ∂/∂z [Σa·x² + Σa·inner(z)] at z = x is −2a (x held), so the value is Σ −2a·x. A derivative that followed the
-    closure's array too would give inner = 0 and 2a·x − 2a."""
+    closure's array too would give inner = 0 and an outer derivative 2a·x: the value Σ 2a·x² (3.46 for −6.8)."""
     def inner(z):
         return adcompare.grad(lambda p: xp.sum(z * z) - xp.sum(p * p), z, xp=xp, mode="inner")
 

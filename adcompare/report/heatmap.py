@@ -82,14 +82,14 @@ def _glyph(m: Measurement) -> tuple[str, str, str] | None:
     if why:
         return "⊘", "#f3e3e3", f"failed as expected: {why}"
     if m.status is Status.UNSUPPORTED:
-        return "–", "#eeeeee", f"unsupported: {m.message}"
+        return "–", "#eeeeee", _said(m)
     if m.status in NOT_RUN:
         return "·", "#f6f6f6", _said(m)
     return "✗", "#f4b6b6", _said(m)
 
 
 def _said(m: Measurement) -> str:
-    """The status and its message, once: skipped cells' messages already begin with "skipped: "."""
+    """The status and its message, the status once: skipped cells' messages already begin with "skipped: "."""
     prefix = f"{m.status.value}: "
     return m.message if m.message.startswith(prefix) else prefix + m.message
 
