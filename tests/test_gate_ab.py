@@ -154,16 +154,17 @@ def _interpreter(path: Path, env: dict[str, str]) -> str:
 
 
 def test_a_real_ab_run_times_environments_in_turn_and_catches_the_slowed_cell(tmp_path, capsys, monkeypatch):
-    """A real run: base and a candidate whose torch eager grad at n = 100 costs 4× the CPU time (the slowdown
-    plugin, in the candidate's interpreter only). The cells of both environments are timed in lockstep (round 2
+    """A real run: base and a candidate whose autograd grad at n = 100 costs 4× the CPU time (the slowdown
+    plugin, in the candidate's interpreter only; autograd because its workers start in 0.1 s, not torch's 3 s, and
+    nothing here depends on the framework). The cells of both environments are timed in lockstep (round 2
     in reverse: the workers' order shows it), `--confirm 10` times the cells a first decision flags in 2 rounds
     more, and `compare RUN` flags the slowed cell on paired rounds, confirmed."""
     monkeypatch.delenv("ADCOMPARE_GATE_SLOWDOWN", raising=False)
     base = _interpreter(tmp_path / "base.sh", {})
     slow = _interpreter(tmp_path / "slow.sh", {"ADCOMPARE_GATE_SLOWDOWN": "3",
-                                                "ADCOMPARE_GATE_CELL": "exp_dot_loss/grad/torch/eager/100"})
+                                                "ADCOMPARE_GATE_CELL": "exp_dot_loss/grad/autograd/eager/100"})
     out = tmp_path / "ab.jsonl"
-    assert main(["run", "--adapter", "torch", "--problem", "exp_dot_loss", "--size", "n10,n100", "--operator",
+    assert main(["run", "--adapter", "autograd", "--problem", "exp_dot_loss", "--size", "n10,n100", "--operator",
                  "grad", "--variant", "eager", "--dtype", "float32", "--no-progress", "--rounds", "2",
                  "--confirm", "10", "--plugin", str(PLUGIN), "--env", f"base=@{base}", "--env", f"new=@{slow}",
                  "-o", str(out)]) == 0

@@ -29,7 +29,7 @@ from .shared_results import once_per_run
 
 REGISTRY = plugins.load()
 PLAN = make_plan(REGISTRY, Selection(suite="quick"))
-QUICK = TimingPolicy(min_time=0.005, max_time=0.05, warmup_time=0.0, min_samples=3, block_time=0.001)
+QUICK = TimingPolicy(min_time=0.005, max_time=0.05, warmup_time=0.0, min_samples=1, block_time=0.001)
 # The plan in two halves of worker groups, one per test class, so that two pytest-xdist workers each run one half
 # (minutes of worker processes each) instead of one worker running all. Every test reads both halves'
 # measurements, cross-checked together as one run does: pairwise agreement is across adapters. Balanced by
