@@ -96,7 +96,7 @@ def test_a_gzipped_results_file_reads_like_the_plain_one(tmp_path):
 
 
 def _ok_record_line(path, **timing):
-    """Write a one-cell results file whose ok cell's timing fields are overridden; return its path."""
+    """Write a one-cell results file whose ok cell's timing fields are overridden; return the cell's line number."""
     m = _m()
     with ResultsWriter(path, {"host": "h"}) as w:
         w.add(m)
@@ -154,7 +154,7 @@ def test_loading_refuses_a_malformed_record_in_one_line(tmp_path, field, value, 
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
 
 
-def _malformed(tmp_path, field: str, value) -> tuple:
+def _malformed(tmp_path, field: str, value) -> tuple[Path, int]:
     """A results file whose one cell record has `field` set to `value` (None: deleted); (path, its line)."""
     path = tmp_path / "r.jsonl"
     line = _ok_record_line(path)
