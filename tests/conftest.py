@@ -16,13 +16,10 @@ FAULTS = str(FIXTURES / "plugins" / "faults.py")
 # started these one-test classes last, leaving one worker busy for minutes while the other idled.
 LONGEST_FIRST = (
     "tests/test_matrix.py::TestQuickSuiteFirstHalf", "tests/test_matrix.py::TestQuickSuiteSecondHalf",
-    "tests/test_ht.py::TestTensorflowAdapterHtGoldens", "tests/test_ht.py::TestJaxAdapterHtGoldens",
-    "tests/test_suite_coverage.py", "tests/test_conformance.py::TestTorch", "tests/test_conformance.py::TestTensorflow",
-    "tests/test_problems.py", "tests/test_conformance.py::TestJax", "tests/test_third_party.py",
-    "tests/test_adbench.py::TestTorchAdapterGoldens", "tests/test_gradbench.py::TestTensorflowAdapterGoldens",
-    "tests/test_gradbench.py::TestJaxAdapterGoldens", "tests/test_adbench.py::TestTensorflowAdapterGoldens",
-    "tests/test_adbench.py::TestJaxAdapterGoldens", "tests/test_gate_ab.py",
-    "tests/test_ht.py::TestTorchAdapterHtGoldens",
+    "tests/test_goldens.py::TestTensorflowAdapterGoldens", "tests/test_goldens.py::TestJaxAdapterGoldens",
+    "tests/test_conformance.py::TestTorch", "tests/test_suite_coverage.py", "tests/test_conformance.py::TestTensorflow",
+    "tests/test_problems.py", "tests/test_conformance.py::TestJax", "tests/test_goldens.py::TestTorchAdapterGoldens",
+    "tests/test_third_party.py", "tests/test_gate_ab.py", "tests/test_goldens.py::TestAutogradAdapterGoldens",
 )
 
 

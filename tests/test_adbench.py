@@ -5,7 +5,8 @@ blocks, and JAX's and TensorFlow's LSTM eager, 1,023 steps op by op, are `slow`)
 Two kinds of golden: ADBench's published ones (test/python/modules/common/{gmm,ba,lstm}_tests.py), held to
 ADBench's own absolute 1e-8; and the values ADBench's compiled C++ prints for the same inputs (objectives and its
 manual derivatives, tests/fixtures/adbench/cpp_goldens.json, made by cpp/make_goldens.sh), held to 1e-12
-relative. Every adapter runs in its own process (JAX's x64 switch is process-wide), as in `adcompare run`.
+relative. Every adapter runs in its own process (JAX's x64 switch is process-wide), as in `adcompare run`: in the normal
+run tests/test_goldens.py's, shared with the other goldens.
 """
 from __future__ import annotations
 
@@ -324,27 +325,29 @@ def _assert_compiled_ran(adapter_name: str, results: dict[str, object]) -> None:
         assert not skipped, f"compiled cases declared unsupported: {skipped}"
 
 
+def normal_cases(adapter_name: str) -> list[tuple[str, str, str]]:
+    """The normal run's (problem, operator, variant) cases, which tests/test_goldens.py runs in the adapter's golden
+    worker: GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
+    compilation), LSTM objective and gradient (compiled where the compiler keeps the loop: see UNROLLED)."""
+    return [(p, o, v) for (p, o), variants in split_eager_lstm(adapter_name)[0].items() for v in variants]
+
+
+def assert_adapter_goldens(adapter_name: str, results: dict[str, object]) -> None:
+    _assert_goldens(results)
+    _assert_compiled_ran(adapter_name, results)
+
+
 class AdapterGoldens:
-    """The goldens through one adapter's worker. One class per adapter, so that the README's `--dist loadscope`
-    gives each adapter's run (minutes for JAX and TensorFlow) its own test process."""
+    """The slow cases through one adapter's worker (the normal run's are tests/test_goldens.py's). One class per
+    adapter, so that the README's `--dist loadscope` gives each adapter's run its own test process."""
 
     adapter_name = ""
-
-    def test_every_adapter_reproduces_adbench_goldens_eager_and_compiled(self):
-        """GMM objective and gradient, BA residuals and Jacobian blocks (incl. θ = 0 and |θ| < 1e-12, no NaN under
-        compilation), LSTM objective and gradient (compiled where the compiler keeps the loop: see UNROLLED)."""
-        skip_unless_installed(self.adapter_name)
-        results = _in_worker(self.adapter_name, split_eager_lstm(self.adapter_name)[0])
-        _assert_goldens(results)
-        _assert_compiled_ran(self.adapter_name, results)
 
     @pytest.mark.slow
     def test_every_adapter_reproduces_adbench_goldens_compiled_slow(self):
         """BA's forward-mode blocks compiled; LSTM eager where EAGER_LSTM_SLOW says."""
         skip_unless_installed(self.adapter_name)
-        results = _in_worker(self.adapter_name, split_eager_lstm(self.adapter_name)[1])
-        _assert_goldens(results)
-        _assert_compiled_ran(self.adapter_name, results)
+        assert_adapter_goldens(self.adapter_name, _in_worker(self.adapter_name, split_eager_lstm(self.adapter_name)[1]))
 
 
 globals().update(one_class_per_adapter(AdapterGoldens))

@@ -53,7 +53,11 @@ class TestJax(BuiltInConformance):
 
 
 class TestTorch(BuiltInConformance):
+    """At D = 2: torch's D devices are a gloo group of D processes, each a torch start; tests/test_matrix.py runs
+    torch's data-parallel cells at D = 2 and 4 through the same worker path."""
+
     adapter = REGISTRY.adapters.get("torch")
+    data_parallel_devices = 2
 
 
 NO_GPU = pytest.mark.skipif(not gpu_present(), reason="no CUDA GPU on this machine")

@@ -6,9 +6,10 @@ hand-written golden tool (tools/manual, C++; the only one for det); kmeans: jax 
 dir (adcompare's `value` and `newton_dir`). Held here:
 - adcompare's generators replay GradBench's draws bit for bit (sha256 of the float64 bytes);
 - through NumPy, every value and gradient (and ode's whole primal vector) equals every tool's;
-- every built-in adapter and variant, float64, in its own worker process (JAX's x64 switch is process-wide),
-  reproduces them through the in-process cell path (`execution.run_once`). Slow variants (torch.compile,
-  7–16 s a cold compile) run under `-m slow`.
+- every built-in adapter and variant, float64, in its own worker process (JAX's x64 switch is process-wide;
+  tests/test_goldens.py runs this module's cases there with the other goldens'), reproduces them through the
+  in-process cell path (`execution.run_once`). Slow variants (torch.compile, 7–16 s a cold compile) run under
+  `-m slow`.
 Tolerance: GradBench's measure |x − y| / max(1, |x| + |y|) (adcompare/verify/tolerance.py's scaled error), at 1e-12
 against every tool but GradBench's jax ode tool, which computes in float32 (tools/jax/ode.py never enables
 jax_enable_x64): GradBench's own 1e-4 there (it is off by ~7e-8).
@@ -167,7 +168,7 @@ def adapter_cases(adapter_name: str, slow: bool) -> list[tuple[str, str, str, st
             if is_slow(adapter, e, size_label(e, case), variant) == slow]
 
 
-def _assert_goldens(results: dict[str, object]) -> None:
+def assert_goldens(results: dict[str, object]) -> None:
     assert results, "no case ran"
     by_label = {(e, size_label(e, c)): c for e in EVALS for c in goldens(e)["cases"]}
     checked = set()
@@ -183,16 +184,10 @@ def _assert_goldens(results: dict[str, object]) -> None:
 
 
 class AdapterGoldens:
-    """The goldens through one adapter's worker. One class per adapter, so that the README's `--dist loadscope`
-    gives each adapter's run its own test process."""
+    """The slow variants through one adapter's worker (the normal run's cases are tests/test_goldens.py's). One class
+    per adapter, so that the README's `--dist loadscope` gives each adapter's run its own test process."""
 
     adapter_name = ""
-
-    def test_every_adapter_reproduces_gradbench_goldens(self):
-        """Value and gradient of lse, llsq, det, ode (kmeans: value and newton_dir) at every golden size, every
-        variant but the slow ones."""
-        skip_unless_installed(self.adapter_name)
-        _assert_goldens(_in_worker(self.adapter_name, adapter_cases(self.adapter_name, slow=False)))
 
     @pytest.mark.slow
     def test_every_adapter_reproduces_gradbench_goldens_slow_variants(self):
@@ -201,7 +196,7 @@ class AdapterGoldens:
         cases = adapter_cases(self.adapter_name, slow=True)
         if not cases:
             pytest.skip(f"adapter {self.adapter_name!r} has no slow variant")
-        _assert_goldens(_in_worker(self.adapter_name, cases))
+        assert_goldens(_in_worker(self.adapter_name, cases))
 
 
 globals().update(one_class_per_adapter(AdapterGoldens))

@@ -5,14 +5,15 @@ generator (evals/ht/run.py reading evals/ht/data) and its golden tool (tools/man
 variant and model and hand2 of complicated/big. Held here, at GradBench's measure |x − y| / max(1, |x| + |y|):
 - the shipped files give GradBench's θ (and us count, points) bit for bit, and NumPy's objective equals the
   manual tool's (1e-12);
-- every built-in adapter and variant, float64, in its own worker, reproduces the objective and GradBench's
-  `jacobian` from its dense jacfwd and jacrev (1e-10). For complicated, GradBench's Jacobian is compressed: per
-  point the 3 × 2 block of its own us, then the 26 θ columns; the test takes those entries of the dense (3c) ×
-  (2c + 26) matrix and holds every other us entry to zero. torch.compile (slow) runs under `-m slow`; its jacrev
-  is left out there: torch 2.13 miscompiles it (docs/framework-bugs/torch_compile_jacrev_index_select.md).
-  The big model's Jacobians also run under `-m slow`: the small model's take the same code path (the model is
-  data: vertices, weights and bones read from its folder, not code), and the big model's objective, which reads
-  all of that data, is checked in the normal run through every adapter and variant.
+- every built-in adapter and variant, float64, in its own worker (tests/test_goldens.py's), reproduces the objective
+  and GradBench's `jacobian` from its dense jacfwd and jacrev (1e-10). For complicated, GradBench's Jacobian is
+  compressed: per point the 3 × 2 block of its own us, then the 26 θ columns; the test takes those entries of the
+  dense (3c) × (2c + 26) matrix and holds every other us entry to zero. torch.compile (slow) runs under `-m slow`;
+  its jacrev is left out there: torch 2.13 miscompiles it
+  (docs/framework-bugs/torch_compile_jacrev_index_select.md). The big model's Jacobians also run under `-m slow`:
+  the small model's take the same code path (the model is data: vertices, weights and bones read from its folder,
+  not code), and the big model's objective, which reads all of that data, is checked in the normal run through
+  every adapter and variant.
 GradBench's files through `--inputs`: its hand files beside model/, and the JSON input its eval sends a tool (hand1,
 written by GradBench's generator: fixtures/gradbench/make_ht_inputs.py), held to the text file's arrays and values.
 """
@@ -108,7 +109,7 @@ def adapter_cases(adapter_name: str, slow: bool) -> list[tuple[str, str, str, st
             and (adapter_name, operator, variant) not in KNOWN_BUGS]
 
 
-def _assert_goldens(results: dict[str, object]) -> None:
+def assert_goldens(results: dict[str, object]) -> None:
     assert results, "no case ran"
     by_label = {size_label(c): c for c in goldens()["cases"]}
     for key, result in results.items():
@@ -126,15 +127,10 @@ def _assert_goldens(results: dict[str, object]) -> None:
 
 
 class AdapterHtGoldens:
-    """GradBench's ht goldens through one adapter's worker (one class per adapter: `--dist loadscope`)."""
+    """The slow cases through one adapter's worker (the normal run's are tests/test_goldens.py's; one class per
+    adapter: `--dist loadscope`)."""
 
     adapter_name = ""
-
-    def test_every_adapter_reproduces_gradbench_ht_goldens(self):
-        """Objective at every golden size, the dense Jacobian (jacfwd, jacrev) at the small model's, every variant
-        but the slow."""
-        skip_unless_installed(self.adapter_name)
-        _assert_goldens(_in_worker(self.adapter_name, adapter_cases(self.adapter_name, slow=False)))
 
     @pytest.mark.slow
     def test_every_adapter_reproduces_gradbench_ht_goldens_slow_cases(self):
@@ -143,7 +139,7 @@ class AdapterHtGoldens:
         cases = adapter_cases(self.adapter_name, slow=True)
         if not cases:
             pytest.skip(f"adapter {self.adapter_name!r} has no slow case")
-        _assert_goldens(_in_worker(self.adapter_name, cases))
+        assert_goldens(_in_worker(self.adapter_name, cases))
 
 
 globals().update(one_class_per_adapter(AdapterHtGoldens))

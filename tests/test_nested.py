@@ -4,11 +4,11 @@ and particle against its own expected outputs (tests/fixtures/gradbench/{saddle,
 
 Held here, in the normal run:
 - the primitive's modes and orders, and its NumPy default (central differences) against a closed form;
-- every built-in adapter, in its own worker, takes every nesting order of a small nested function (an outer
-  derivative of an inner derivative, with a value-dependent branch inside) and its own `grad` operator through
-  `adcompare.grad`, against the closed form, at 1e-12, and every order of one whose derivatives are taken at the
-  array their closures hold (a TensorFlow tape followed that use too, and saddle's descents stopped at once); its
-  compiled variants fail GradBench's evals (data-dependent loops) as `compilable=False` declares;
+- every built-in adapter, in its own worker (tests/test_goldens.py's), takes every nesting order of a small nested
+  function (an outer derivative of an inner derivative, with a value-dependent branch inside) and its own `grad`
+  operator through `adcompare.grad`, against the closed form, at 1e-12, and every order of one whose derivatives are
+  taken at the array their closures hold (a TensorFlow tape followed that use too, and saddle's descents stopped at
+  once); its compiled variants fail GradBench's evals (data-dependent loops) as `compilable=False` declares;
 - the float64 references of saddle and particle (closed forms, complex step) equal GradBench's expected outputs,
   and so does the problem itself through NumPy's default derivative, at GradBench's 1e-4.
 Under `-m slow`: every adapter and nesting order on GradBench's own inputs. Measured here (2 shared cores): one
@@ -192,42 +192,52 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, 
     return per_adapter.evaluate(adapter_name, cases, inputs_of, check)
 
 
+def nesting_cases(adapter_name: str) -> list[tuple[str, str, str]]:
+    """The normal run's cases (tests/test_goldens.py runs them in the adapter's golden worker): every nesting order
+    of the toy and the shared-closure function and the toy's own `grad`, eagerly, and particle in the compiled
+    variants (its data-dependent loops fail there, as `compilable=False` declares)."""
+    adapter = plugins.load().adapter(adapter_name)
+    eager = [v for v in adapter.variants if not adapter.compiled_from(v)]
+    cases = [("nested_toy", op, v) for v in eager for op in (*NESTED, "grad")]
+    cases += [("nested_shared", op, v) for v in eager for op in NESTED]
+    # GradBench's evals in the compiled variants: their loops read values, which no tracing compiler stages
+    compiled = [v for v in adapter.variants if adapter.compiled_from(v) and v not in adapter.slow_variants]
+    return cases + [("particle", "nested_rr", v) for v in compiled]
+
+
+def assert_nesting(cases: list[tuple[str, str, str]], results: dict[str, object]) -> None:
+    """Every nesting order and the outer operator differentiate through the inner derivative: the closed form at
+    1e-12, the run's own check of the toy's orders within tolerance, particle failing where compiled."""
+    results = dict(results)
+    checks = {key: results.pop(key) for key in [k for k in results if k.endswith("/check")]}
+    for key, check in checks.items():  # the toy declares no closed form: NumPy's nested central differences
+        assert check["error"] <= check["tolerance"] and "central differences" in check["method"], (key, check)
+        assert check["projection"] is not None
+    ran = 0
+    for (name, operator, variant), (key, result) in zip(cases, results.items()):
+        if isinstance(result, dict) and "unsupported" in result:
+            assert variant == "eager-autograd", (key, result)  # torch's classic autograd: declared
+            continue
+        if name == "particle":
+            assert isinstance(result, dict) and "error" in result, (key, result)
+            continue
+        assert not isinstance(result, dict), (key, result)
+        expected = SHARED_CLOSED_FORM if name == "nested_shared" else \
+            toy_grad_closed_form(X) if operator == "grad" else toy_closed_form(X)
+        assert scaled_error(result, expected) <= 1e-12, (key, result, expected)
+        ran += 1
+    assert ran >= 2 * len(NESTED) + 1
+
+
 class AdapterNesting:
-    """One class per adapter (the README's --dist loadscope gives each its own test process)."""
+    """GradBench's nested evals through one adapter's worker, under -m slow (one class per adapter: the README's
+    --dist loadscope gives each its own test process). The normal run's nesting cases are tests/test_goldens.py's."""
 
     adapter_name = ""
 
     def adapter(self):
         skip_unless_installed(self.adapter_name)
         return plugins.load().adapter(self.adapter_name)
-
-    def test_every_nesting_order_and_the_outer_operator_differentiate_through_the_inner_derivative(self):
-        adapter = self.adapter()
-        eager = [v for v in adapter.variants if not adapter.compiled_from(v)]
-        cases = [("nested_toy", op, v) for v in eager for op in (*NESTED, "grad")]
-        cases += [("nested_shared", op, v) for v in eager for op in NESTED]
-        # GradBench's evals in the compiled variants: their loops read values, which no tracing compiler stages
-        compiled = [v for v in adapter.variants if adapter.compiled_from(v) and v not in adapter.slow_variants]
-        cases += [("particle", "nested_rr", v) for v in compiled]
-        results = evaluate_in_worker("tests.test_nested", self.adapter_name, cases, timeout=600)
-        checks = {key: results.pop(key) for key in [k for k in results if k.endswith("/check")]}
-        for key, check in checks.items():  # the toy declares no closed form: NumPy's nested central differences
-            assert check["error"] <= check["tolerance"] and "central differences" in check["method"], (key, check)
-            assert check["projection"] is not None
-        ran = 0
-        for (name, operator, variant), (key, result) in zip(cases, results.items()):
-            if isinstance(result, dict) and "unsupported" in result:
-                assert variant == "eager-autograd", (key, result)  # torch's classic autograd: declared
-                continue
-            if name == "particle":
-                assert isinstance(result, dict) and "error" in result, (key, result)
-                continue
-            assert not isinstance(result, dict), (key, result)
-            expected = SHARED_CLOSED_FORM if name == "nested_shared" else \
-                toy_grad_closed_form(X) if operator == "grad" else toy_closed_form(X)
-            assert scaled_error(result, expected) <= 1e-12, (key, result, expected)
-            ran += 1
-        assert ran >= 2 * len(NESTED) + 1
 
     @pytest.mark.slow
     def test_every_nesting_order_reproduces_gradbench_expected_outputs(self):
