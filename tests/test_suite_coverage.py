@@ -5,10 +5,10 @@ worker, check only, no timing.
 One layer checks each thing once. The other adapters run every built-in problem at its smallest size, every
 operator, both dtypes, in tests/adapters/test_{torch,tensorflow,autograd}.py (`test_every_*operator_has_declared_
 shape_dtype_and_agrees`); every (adapter, operator, variant) on the conformance problems is tests/test_conformance.py;
-the quick suite through workers with timing and pairwise agreement is tests/test_matrix.py. Only the cells those
-layers skip by default are run here besides JAX's (and JAX's eager LSTM, whose ADBench goldens are slow-marked);
-JAX's cells that the conformance suite runs in float64 already (its worker), or that tests/test_gradbench.py and
-tests/test_ht.py hold to GradBench's goldens at the same size and variant, are not run twice.
+the quick suite through workers with timing and pairwise agreement is tests/test_matrix.py. Besides JAX's, only
+JAX's eager LSTM is run here (its ADBench goldens are slow-marked); JAX's cells that the conformance suite runs in
+float64 already (its worker), or that tests/test_gradbench.py and tests/test_ht.py hold to GradBench's goldens at
+the same size and variant (tests/test_goldens.py's worker), are not run twice.
 """
 from __future__ import annotations
 
@@ -28,9 +28,6 @@ from tests.per_adapter import MINUTES_A_CALL
 
 REGISTRY = plugins.load()
 ADAPTERS, _ = usable_adapters(REGISTRY, ())
-# Float64 eager cells whose in-process twins tests/adapters/test_tensorflow.py marks slow (its HEAVY set, 2-6 s
-# each there) and so skips without -m slow: this layer keeps them, through a worker.
-SLOW_IN_ADAPTER_TESTS = (("tensorflow", "bundle_adjustment", "jacfwd"),)
 # JAX's eager LSTM route (the Python-loop `fold`, op by op), whose ADBench goldens at c = 1024 tests/test_adbench.py
 # reproduces only under -m slow (1-2 min of dispatch): held to the reference here, at the smallest size.
 EAGER_HERE = (("jax", "lstm", ("value", "grad")),)
@@ -55,9 +52,6 @@ def _cells():
             cells += [Cell(problem.name, smallest, op, "jax", variant, "cpu", "float64")
                       for op in applicable_operators(problem)
                       if (problem.name, smallest, op, variant) not in IN_CONFORMANCE | IN_GOLDENS]
-        cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
-                  for adapter, name, op in SLOW_IN_ADAPTER_TESTS
-                  if adapter in ADAPTERS and name == problem.name and op in applicable_operators(problem)]
         cells += [Cell(problem.name, smallest, op, adapter, "eager", "cpu", "float64")
                   for adapter, name, ops in EAGER_HERE if adapter in ADAPTERS and name == problem.name for op in ops]
     return cells
