@@ -10,16 +10,19 @@ FIXTURES = Path(__file__).parent / "fixtures"
 FAULTS = str(FIXTURES / "plugins" / "faults.py")
 
 
-# Scopes (a class, or a module's functions) that take minutes of worker processes, longest first as measured (at
-# load ~2-4 on 2 cores). Under the README's `--dist loadscope` they start first, so that the workers' last minutes
-# are small scopes that level their ends (longest processing time first); pytest-xdist's own order, by test count,
-# started these one-test classes last, leaving one worker busy for minutes while the other idled.
+# Scopes (a class, or a module's functions) that take 10 s or more, longest first as measured (a fresh clone's
+# README test command, 2 cores). Under the README's `--dist loadscope` they start first, so that the workers' last
+# seconds are small scopes that level their ends (longest processing time first); pytest-xdist's own order, by
+# test count, started the one-test classes last, leaving one worker busy for minutes while the other idled.
 LONGEST_FIRST = (
     "tests/test_matrix.py::TestQuickSuiteFirstHalf", "tests/test_matrix.py::TestQuickSuiteSecondHalf",
-    "tests/test_goldens.py::TestTensorflowAdapterGoldens", "tests/test_goldens.py::TestJaxAdapterGoldens",
-    "tests/test_conformance.py::TestTorch", "tests/test_suite_coverage.py", "tests/test_conformance.py::TestTensorflow",
-    "tests/test_problems.py", "tests/test_conformance.py::TestJax", "tests/test_goldens.py::TestTorchAdapterGoldens",
-    "tests/test_third_party.py", "tests/test_gate_ab.py", "tests/test_goldens.py::TestAutogradAdapterGoldens",
+    "tests/adapters/test_tensorflow.py", "tests/test_goldens.py::TestTensorflowAdapterGoldens",
+    "tests/test_goldens.py::TestJaxAdapterGoldens", "tests/test_conformance.py::TestTorch",
+    "tests/test_conformance.py::TestTensorflow", "tests/test_conformance.py::TestJax", "tests/adapters/test_torch.py",
+    "tests/test_suite_coverage.py", "tests/test_worker.py", "tests/test_goldens.py::TestTorchAdapterGoldens",
+    "tests/test_third_party.py", "tests/test_slurm.py", "tests/test_results.py",
+    "tests/adapters/test_torch_data_parallel.py", "tests/test_comparison_rounds.py",
+    "tests/adapters/test_tensorflow_data_parallel.py", "tests/test_producers.py", "tests/test_benchmark_plugin.py",
 )
 
 
