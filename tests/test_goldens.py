@@ -27,7 +27,7 @@ GOLDENS = {
 
 def evaluate_all(adapter_name: str, cases: dict[str, tuple[str, list]]) -> dict[str, dict[str, object]]:
     """In the worker: each golden set's cases through its module's `evaluate`, one framework start for all."""
-    return {name: importlib.import_module(module).evaluate(adapter_name, [tuple(c) for c in listed])
+    return {name: importlib.import_module(module).evaluate(adapter_name, listed)
             for name, (module, listed) in cases.items()}
 
 

@@ -146,8 +146,10 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[
     return per_adapter.evaluate(adapter_name, cases, inputs_of)
 
 
-def _in_worker(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
-    return evaluate_in_worker("tests.test_gradbench", adapter_name, cases, timeout=3600)  # these take ~1–3 min
+def in_worker(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
+    """`evaluate` in a worker of its own: any built-in problem's cases (tests/test_ht.py's too). The timeout is a
+    safety net: the slow cases take minutes."""
+    return evaluate_in_worker("tests.test_gradbench", adapter_name, cases, timeout=3600)
 
 
 def is_slow(adapter, evaluation: str, label: str, variant: str) -> bool:
@@ -196,7 +198,7 @@ class AdapterGoldens:
         cases = adapter_cases(self.adapter_name, slow=True)
         if not cases:
             pytest.skip(f"adapter {self.adapter_name!r} has no slow variant")
-        assert_goldens(_in_worker(self.adapter_name, cases))
+        assert_goldens(in_worker(self.adapter_name, cases))
 
 
 globals().update(one_class_per_adapter(AdapterGoldens))

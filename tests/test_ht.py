@@ -34,7 +34,7 @@ from adcompare.verify.input_sources import file_size, with_inputs
 
 from .conftest import FIXTURES
 from .per_adapter import evaluate, evaluate_in_worker, one_class_per_adapter, skip_unless_installed
-from .test_gradbench import scaled_error
+from .test_gradbench import in_worker, scaled_error
 
 TIGHT_VALUE = 1e-12
 TIGHT_JACOBIAN = 1e-10  # derivatives by another algorithm than the manual tool's: rounding differs more
@@ -91,11 +91,6 @@ def test_shipped_inputs_and_numpy_objective_are_gradbenchs(index):
     assert np.asarray(case["jacobian"]["manual"]).shape == (3 * c, 28 if complicated else 26)
 
 
-def _in_worker(adapter_name: str, cases: list[tuple[str, str, str, str]]) -> dict[str, object]:
-    # test_gradbench's evaluate runs any built-in problem's cases; ~1–2 min here
-    return evaluate_in_worker("tests.test_gradbench", adapter_name, cases, timeout=3600)
-
-
 def is_slow(adapter, case: dict, operator: str, variant: str) -> bool:
     """The adapter's slow variants (torch.compile), and the big model's Jacobians (`SLOW_MODELS`)."""
     return variant in adapter.slow_variants or (operator != "value" and case["model"] in SLOW_MODELS)
@@ -139,7 +134,7 @@ class AdapterHtGoldens:
         cases = adapter_cases(self.adapter_name, slow=True)
         if not cases:
             pytest.skip(f"adapter {self.adapter_name!r} has no slow case")
-        assert_goldens(_in_worker(self.adapter_name, cases))
+        assert_goldens(in_worker(self.adapter_name, cases))
 
 
 globals().update(one_class_per_adapter(AdapterHtGoldens))
