@@ -17,9 +17,10 @@ Each check is a pytest test, parametrized so that a failure names its dtype, var
 - namespace: every name the registered problems use resolves on `namespace()`, and each probed name
   (`namespace_probes.PROBES`) gives NumPy's values;
 - behaviour, on small built-in problems (`CONFORMANCE_PROBLEMS`): a declared-supported (operator, variant) runs,
-  returns a NumPy array of `expected_shape`, returns the same on a second call and leaves its inputs alone; its
-  result agrees with the float64 reference (`check_result` → ok); a declared-unsupported one raises an error that
-  names it — also for a variant the adapter does not know;
+  returns a NumPy array of `expected_shape` in the cell's dtype (a float32 cell computed in float64 times another
+  precision), returns the same on a second call and leaves its inputs alone; its result agrees with the float64
+  reference (`check_result` → ok); a declared-unsupported one raises an error that names it — also for a variant
+  the adapter does not know;
 - sync: after `sync(run())` returns, the work is done: converting the result costs less than the call did;
 - data-parallel operators (pmap_value, pmap_grad, on `DATA_PARALLEL_PROBLEMS`): at D = 1 like every other case,
   in this process (which has the one device the framework starts with); at D = `data_parallel_devices` (4) through
@@ -32,8 +33,9 @@ It runs the adapter in the test process (setup, prepare, run, sync, to_numpy cal
 works; about 1 s for a NumPy-speed adapter. Two reasons to move a dtype out of the test process into adcompare's
 worker (`isolated_dtypes`, as `adcompare run` runs cells): `setup` flips a process-wide switch (JAX's x64: the
 built-in JAX suite checks float32 here and float64 in a worker), or a cell kills the interpreter (a compiler
-segfault would end the pytest session). An isolated dtype's cells are run, shape-checked and compared with the
-reference in the worker; the adapter must then be registered (an entry point, or a file named in `plugins`).
+segfault would end the pytest session). An isolated dtype's cells are run, shape- and dtype-checked and compared
+with the reference in the worker; the adapter must then be registered (an entry point, or a file named in
+`plugins`).
 Slow variants (`Adapter.slow_variants`, e.g. torch.compile) run `slow_operators` only.
 """
 from __future__ import annotations
@@ -214,6 +216,9 @@ def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device:
     first, second = called.result, np.asarray(second)
     if first.shape != want:
         breaches.append(f"result has shape {first.shape}, {case.operator} must have {want} (operators.py)")
+    if first.dtype != np.dtype(dtype):
+        breaches.append(f"result is {first.dtype} for a {dtype} cell: the work ran in another precision (a creation "
+                        f"call without dtype=, or a promoting operation); keep the inputs' dtype")
     elif not scaled_error(first, second) <= tolerance(dtype):
         breaches.append(f"a second run() differs from the first by {scaled_error(first, second):.1e}: the timing "
                         "calls run() many times, so it must not accumulate state")
@@ -539,6 +544,8 @@ class AdapterConformance:
                                           self.data_parallel_problems)]
         measurements = run(registry, Plan(tuple(cells), ()), RunOptions(threads=self.threads, time_it=False))
         bad = [f"{m.cell.id}: {m.status.value}: {m.message}" for m in measurements if m.status is not Status.OK]
+        bad += [f"{m.cell.id}: result is {m.check.output_dtype}, not {m.cell.dtype}" for m in measurements
+                if m.check is not None and m.check.dtype_drift]
         assert not bad, f"{len(bad)} of {len(cells)} cells not ok:\n" + "\n".join(bad)
 
     def test_data_parallel_across_devices(self, parallel_case: Case) -> None:

@@ -143,6 +143,16 @@ def test_a_wrong_shape_is_caught():
     assert outcome.check is None and "shape (1,)" in outcome.breaches[0]
 
 
+def test_a_float32_cell_computed_in_float64_is_caught():
+    class Upcast(NumpyValue):
+        def to_numpy(self, out):
+            return np.asarray(out, dtype=np.float64)
+
+    assert run_case(NumpyValue(), exp_dot_loss(), VALUE, "float32").breaches == ()
+    breaches = run_case(Upcast(), exp_dot_loss(), VALUE, "float32").breaches
+    assert any("result is float64 for a float32 cell" in b for b in breaches), breaches
+
+
 def test_a_cell_that_writes_into_its_inputs_is_caught():
     class InPlace(NumpyValue):
         def prepare(self, request):
