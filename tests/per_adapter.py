@@ -44,11 +44,13 @@ def one_class_per_adapter(base: type, adapters: tuple[str, ...] = BUILT_IN_ADAPT
             for name, cls in names.items()}
 
 
-def skip_unless_installed(adapter_name: str) -> None:
-    """Skip the calling test, with the adapter's reason, where its framework is not installed."""
+def skip_unless_installed(adapter_name: str, module: bool = False) -> None:
+    """Skip the calling test (or, with `module`, the calling module at its import), with the adapter's reason,
+    where its framework is not installed. The adapter looks for the framework without importing it: a module
+    whose tests run the framework only in workers does not make every pytest-xdist worker import it to collect."""
     avail = plugins.load().adapter(adapter_name).available()
     if not avail.installed:
-        pytest.skip(f"adapter {adapter_name!r}: {avail.reason}")
+        pytest.skip(f"adapter {adapter_name!r}: {avail.reason}", allow_module_level=module)
 
 
 def evaluate_in_worker(module: str, adapter_name: str, cases: object, timeout: float, function: str = "evaluate"

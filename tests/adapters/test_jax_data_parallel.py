@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-pytest.importorskip("jax")
+from tests.per_adapter import skip_unless_installed
+
+skip_unless_installed("jax", module=True)
 
 from adcompare.cli.main import main  # noqa: E402
 

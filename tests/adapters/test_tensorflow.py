@@ -4,7 +4,6 @@ modes eager and compiled, every operator on every built-in problem (declared sha
 float64 reference), graph/XLA cells tracing once, and the reasons for what does not run."""
 from __future__ import annotations
 
-import importlib.util
 import logging
 import subprocess
 import sys
@@ -13,8 +12,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-if importlib.util.find_spec("tensorflow") is None:  # not importorskip: the adapter must import it, quietly
-    pytest.skip("tensorflow is not installed; pip install 'adcompare[tensorflow-cpu]'", allow_module_level=True)
+from tests.per_adapter import MINUTES_A_CALL, NESTED_OPERATORS, skip_unless_installed
+
+skip_unless_installed("tensorflow", module=True)  # not importorskip: the adapter must import it, quietly
+
 from adcompare import problem  # noqa: E402
 from adcompare.adapters import tensorflow as tf_adapter  # noqa: E402
 from adcompare.adapters import tensorflow_tape  # noqa: E402
@@ -23,12 +24,11 @@ from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E4
 from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
 from adcompare.model.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
 from adcompare.model.status import Status  # noqa: E402
-from adcompare.plugin import registry as plugins
+from adcompare.plugin import registry as plugins  # noqa: E402
 from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
 from adcompare.run.in_process import run_once  # noqa: E402
 from adcompare.verify.check import check_result, status_of  # noqa: E402
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
-from tests.per_adapter import MINUTES_A_CALL, NESTED_OPERATORS  # noqa: E402
 from tests.shared_results import problem_names  # noqa: E402
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]

@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-pytest.importorskip("tensorflow")
+from tests.per_adapter import skip_unless_installed
+
+skip_unless_installed("tensorflow", module=True)
 
 from adcompare.cli.main import main  # noqa: E402
 

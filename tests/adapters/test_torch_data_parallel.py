@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+from tests.per_adapter import skip_unless_installed
+
+skip_unless_installed("torch", module=True)
 
 from adcompare.cli.main import main  # noqa: E402
 from adcompare.model.cell import Cell  # noqa: E402
