@@ -3,12 +3,13 @@ smallest size — every operator, float64 (the reference's dtype), compiled wher
 worker, check only, no timing.
 
 One layer checks each thing once. The other adapters run every built-in problem at its smallest size, every
-operator, both dtypes, in tests/adapters/test_{torch,tensorflow,autograd}.py (`test_every_*operator_has_declared_
-shape_dtype_and_agrees`); every (adapter, operator, variant) on the conformance problems is tests/test_conformance.py;
-the quick suite through workers with timing and pairwise agreement is tests/test_matrix.py. Besides JAX's, only
-JAX's eager LSTM is run here (its ADBench goldens are slow-marked); JAX's cells that the conformance suite runs in
-float64 already (its worker), or that tests/test_gradbench.py and tests/test_ht.py hold to GradBench's goldens at
-the same size and variant (tests/test_goldens.py's worker), are not run twice.
+operator, in tests/adapters/test_{torch,tensorflow,autograd}.py (`test_every_*operator_has_declared_shape_dtype_
+and_agrees`: both dtypes for torch and autograd, which promote silently; float64 for TensorFlow, which raises);
+every (adapter, operator, variant) on the conformance problems is tests/test_conformance.py; the quick suite through
+workers with timing and pairwise agreement is tests/test_matrix.py. Besides JAX's, only JAX's eager LSTM is run here
+(its ADBench goldens are slow-marked); JAX's cells that the conformance suite runs in float64 already (its worker),
+or that tests/test_gradbench.py and tests/test_ht.py hold to GradBench's goldens at the same size and variant
+(tests/test_goldens.py's worker), are not run twice.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The TensorFlow adapter in-process on CPU: every namespace probe (value, and full vector-output Jacobians by
 GradientTape and ForwardAccumulator against NumPy finite differences, float32 kept), seed 001's Jacobian in both
-modes eager and compiled, every operator on every built-in problem (declared shape, dtype, agreement with the
-float64 reference), graph/XLA cells tracing once, and the reasons for what does not run."""
+modes eager and compiled, every operator on every built-in problem in float64 (declared shape, dtype, agreement
+with the reference), graph/XLA cells tracing once, and the reasons for what does not run."""
 from __future__ import annotations
 
 import logging
@@ -196,28 +196,21 @@ def _check(prob, operator, dtype, prepared, out, inputs, size):
     assert status_of(check) is Status.OK, (check.error, check.tolerance)
 
 
-# Eager cells that take 2-6 s each on this 2-core box (nested pfor conversion, or eager ForwardAccumulator through
-# many small ops) run in float32 only, the dtype that can be lost; their float64 twins are marked slow. ht's
-# jacfwd (~15 s in float64: pfor re-traced per call) is held in float64 eagerly at this very size by
-# tests/test_ht.py, to GradBench's manual Jacobian at 1e-10. bundle_adjustment's jacfwd (~2 s) runs in both
-# dtypes here: no other layer runs its float64 twin.
-HEAVY = {("bundle_adjustment", "vmap_jacfwd"), ("gmm", "hvp"), ("rbf_kernel_map", "jacrev"), ("ht", "jacfwd")}
-DTYPE_CELLS = [pytest.param(name, op, dtype, marks=[pytest.mark.slow] if dtype == "float64" and (name, op) in HEAVY
-                            else []) for name, op in CELLS for dtype in ("float32", "float64")]
-
-
-@pytest.mark.parametrize("problem_name,operator,dtype", DTYPE_CELLS)
-def test_every_operator_has_declared_shape_dtype_and_agrees(registry, adapter, problem_name, operator, dtype,
-                                                            request):
-    if request.node.get_closest_marker("slow") and not request.config.getoption("-m"):
-        pytest.skip("slow (2-6 s eagerly here): run with -m slow")
+# Float64, the reference's dtype: every problem × operator through TensorFlow at its smallest size. Float32 is
+# held where it is lost: per namespace name in both modes (test_probe_keeps_float32_in_both_modes above), per
+# operator and variant by the conformance suite (tests/test_conformance.py: a result in another dtype than the
+# cell's is a breach), on the quick suite's cells by tests/test_matrix.py, and per problem by tests/test_problems.py
+# (float32 in, float32 out through NumPy). TensorFlow does not promote: mixing two dtypes raises, so a creation call
+# without dtype= (float32 in TensorFlow) fails these float64 cells too.
+@pytest.mark.parametrize("problem_name,operator", CELLS)
+def test_every_operator_has_declared_shape_dtype_and_agrees(registry, adapter, problem_name, operator):
     prob = registry.problem(problem_name)
     operators, why = EXPECTED_FAILURES.get(problem_name, ((), ""))
     if operator in operators:
         with pytest.raises(Exception, match=why.replace("`", ".")):
-            run(adapter, prob, operator, dtype)
+            run(adapter, prob, operator, "float64")
         return
-    _check(prob, operator, dtype, *run(adapter, prob, operator, dtype))
+    _check(prob, operator, "float64", *run(adapter, prob, operator, "float64"))
 
 
 def test_matrix_covers_every_operator():
