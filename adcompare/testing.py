@@ -216,12 +216,12 @@ def run_case(adapter: Adapter, problem: Problem, case: Case, dtype: str, device:
     first, second = called.result, np.asarray(second)
     if first.shape != want:
         breaches.append(f"result has shape {first.shape}, {case.operator} must have {want} (operators.py)")
-    if first.dtype != np.dtype(dtype):
-        breaches.append(f"result is {first.dtype} for a {dtype} cell: the work ran in another precision (a creation "
-                        f"call without dtype=, or a promoting operation); keep the inputs' dtype")
     elif not scaled_error(first, second) <= tolerance(dtype):
         breaches.append(f"a second run() differs from the first by {scaled_error(first, second):.1e}: the timing "
                         "calls run() many times, so it must not accumulate state")
+    if first.dtype != np.dtype(dtype):
+        breaches.append(f"result is {first.dtype} for a {dtype} cell: the work ran in another precision (a creation "
+                        f"call without dtype=, or a promoting operation); keep the inputs' dtype")
     changed = [k for k, v in _snapshot(inputs).items() if not np.array_equal(v, before[k], equal_nan=True)]
     if changed:
         breaches.append(f"the cell modified its inputs {changed}; copy them in prepare")

@@ -148,9 +148,19 @@ def test_a_float32_cell_computed_in_float64_is_caught():
         def to_numpy(self, out):
             return np.asarray(out, dtype=np.float64)
 
+    class UpcastAndDrift(Upcast):  # the dtype breach does not hide the others
+        calls = 0
+
+        def to_numpy(self, out):
+            type(self).calls += 1
+            return super().to_numpy(out) + type(self).calls
+
     assert run_case(NumpyValue(), exp_dot_loss(), VALUE, "float32").breaches == ()
     breaches = run_case(Upcast(), exp_dot_loss(), VALUE, "float32").breaches
     assert any("result is float64 for a float32 cell" in b for b in breaches), breaches
+    breaches = run_case(UpcastAndDrift(), exp_dot_loss(), VALUE, "float32").breaches
+    assert any("float64 for a float32 cell" in b for b in breaches), breaches
+    assert any("second run() differs" in b for b in breaches), breaches
 
 
 def test_a_cell_that_writes_into_its_inputs_is_caught():
