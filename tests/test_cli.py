@@ -34,7 +34,7 @@ def test_help_imports_no_command_module():
     (["run", "--problem", "f_r2_r3", "--operator", "grad", "--dry-run"],
      "nothing applies: left out problem 'f_r2_r3' with operator 'grad': grad needs a scalar-valued function, "
      "f(x) has shape (3,)"),
-    (["run", "--problem", "saddle,particle", "--dry-run"],
+    (["run", "--problem", "saddle,particle", "--suite", "quick", "--dry-run"],
      "suite quick plans no cell of the selection: saddle is in --suite gradbench; particle is in --suite gradbench"),
     (["check", "--problem", "particle", "--suite", "full"],
      "suite full plans no cell of the selection: particle is in --suite gradbench"),
@@ -46,6 +46,22 @@ def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
     err = capsys.readouterr().err
     assert message in " ".join(err.split())
     assert "Traceback" not in err
+
+
+def test_a_problem_named_is_planned_in_the_suite_that_holds_it(capsys):
+    """Without --suite, a problem only another suite lists is planned there, and the output says which suite; a
+    problem of the quick suite keeps it, and so does a mix no one suite holds."""
+    assert main(["run", "--problem", "particle", "--adapter", "jax", "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "particle: not in the quick suite; planned from --suite gradbench" in " ".join(captured.err.split())
+    planned = json.loads(captured.out)["cells"]
+    assert planned and {c["cell"]["problem"] for c in planned} == {"particle"}
+    assert {c["cell"]["dtype"] for c in planned} == {"float64"}  # the GradBench suite's dtype
+    assert main(["run", "--problem", "ht", "--adapter", "jax", "--dry-run"]) == 0
+    assert "planned from --suite full (also in --suite adbench, --suite gradbench)" in \
+        " ".join(capsys.readouterr().err.split())
+    assert main(["run", "--problem", "gmm,particle", "--adapter", "jax", "--dry-run"]) == 0
+    assert "planned from" not in capsys.readouterr().err
 
 
 def test_dry_run_counts_cells(capsys):

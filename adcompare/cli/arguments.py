@@ -50,8 +50,9 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
                    help="device counts for the data-parallel operators (pmap_value, pmap_grad), e.g. 1,2,4: the "
                         "batch is split across D devices (D emulated host devices on the CPU); other operators run "
                         "at D = 1 only (default: the suite's counts, 1 but for the quick suite's pmap entry)")
-    g.add_argument("--suite", default="quick", choices=SUITES,
-                   help="; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items()))
+    g.add_argument("--suite", choices=SUITES,
+                   help="; ".join(f"{name}: {text}" for name, text in SUITE_SUMMARIES.items())
+                   + " (default: quick, or the suite that holds every --problem named when quick does not)")
     g = p.add_argument_group("inputs (default: generated with seed 0)")
     g.add_argument("--inputs", action="append", default=[], metavar="PATH",
                    help="read a problem's inputs from this file (repeatable): ADBench's gmm_d*_K*.txt, "

@@ -31,7 +31,7 @@ from adcompare.store.round_journal import RoundJournal
 from adcompare.study import environment_specs, environments
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
-from adcompare.study.suites import suites_planning
+from adcompare.study.suites import suite_for, suites_planning
 from adcompare.verify.expectations import labelled
 from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
 
@@ -103,9 +103,14 @@ def selection(args: argparse.Namespace, registry: Registry) -> Selection:
         check_selected(registry, problems)
         problems = problems or file_fed(registry)
         dtypes = dtypes or ("float64",)
+    suite = args.suite
+    if suite is None:
+        suite, why = suite_for(problems)
+        if why:
+            err.print(f"[yellow]{why}[/]", highlight=False)
     return Selection(problems=problems, sizes=split(args.size), operators=split(args.operator),
                      adapters=split(args.adapter), variants=split(args.variant), devices=split(args.device),
-                     dtypes=dtypes, tags=split(args.tag), suite=args.suite, environments=split(args.environment),
+                     dtypes=dtypes, tags=split(args.tag), suite=suite, environments=split(args.environment),
                      device_counts=device_counts(args.devices))
 
 

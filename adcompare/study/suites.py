@@ -12,6 +12,7 @@ file (`--inputs`) was chosen explicitly, like `--size`: every suite runs it with
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from adcompare.model.cell import Cell
@@ -274,6 +275,22 @@ def suites_planning(problem: str) -> tuple[str, ...]:
     """The suites that list the built-in `problem` (for the message when another suite plans none of its cells)."""
     entries = {"quick": QUICK, "full": FULL, "adbench": ADBENCH, "gradbench": GRADBENCH}
     return tuple(name for name, listed in entries.items() if any(e.problem == problem for e in listed))
+
+
+def suite_for(problems: Sequence[str]) -> tuple[str, str]:
+    """The suite to plan when --suite is not given, and a note saying why where it is not the quick suite: the
+    quick suite, unless the problems named are not all in it and another suite (the first in SUITES) lists every
+    one of them — `check --problem particle` then checks GradBench's particle rather than refusing (a problem
+    unknown to every suite, e.g. a plugin's, is planned by the quick suite as before)."""
+    held = [suites_planning(name) for name in problems]
+    if not problems or any(not suites or "quick" in suites for suites in held):
+        return "quick", ""
+    common = [s for s in SUITES if all(s in suites for suites in held)]
+    if not common:
+        return "quick", ""
+    also = common[1:]
+    return common[0], (f"{', '.join(problems)}: not in the quick suite; planned from --suite {common[0]}"
+                       + (f" (also in {', '.join(f'--suite {s}' for s in also)})" if also else ""))
 
 
 def suite_devices(suite: str) -> tuple[int, ...]:
