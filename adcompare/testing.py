@@ -68,7 +68,8 @@ from adcompare.plugin import registry as plugins
 from adcompare.plugin.adapter import Adapter, Availability, Capability, Request
 from adcompare.plugin.registry import Registry
 from adcompare.run.in_process import describe_exception, first_call, release
-from adcompare.run.runner import RunOptions, run
+from adcompare.run.runner import RunOptions
+from adcompare.run.session import run_session
 from adcompare.study.plan import Plan
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input, used_names
@@ -542,7 +543,8 @@ class AdapterConformance:
         cells = [Cell(c.problem, c.size, c.operator, name, c.variant, self.device, isolated_dtype)
                  for c in supported_cases(self.adapter, registry, self.problems, self.slow_operators,
                                           self.data_parallel_problems)]
-        measurements = run(registry, Plan(tuple(cells), ()), RunOptions(threads=self.threads, time_it=False))
+        measurements = run_session(registry, Plan(tuple(cells), ()),
+                                   RunOptions(threads=self.threads, time_it=False))
         bad = [f"{m.cell.id}: {m.status.value}: {m.message}" for m in measurements if m.status is not Status.OK]
         bad += [f"{m.cell.id}: result is {m.check.output_dtype}, not {m.cell.dtype}" for m in measurements
                 if m.check is not None and m.check.dtype_drift]
@@ -575,7 +577,8 @@ class AdapterConformance:
                      if self.adapter.capability(c.operator, c.variant).supported]
             cells = [Cell(c.problem, c.size, c.operator, name, c.variant, self.device, dtype,
                           devices=self.data_parallel_devices) for c in cases]
-            measurements = run(registry, Plan(tuple(cells), ()), RunOptions(threads=self.threads, time_it=False))
+            measurements = run_session(registry, Plan(tuple(cells), ()),
+                                       RunOptions(threads=self.threads, time_it=False))
             by_key = {m.cell.key: m for m in measurements}
             _OUTCOMES[key] = {c: by_key.get(cell.key) for c, cell in zip(cases, cells)}
         return _OUTCOMES[key]

@@ -1,6 +1,7 @@
 """The CLI in-process: exit codes scripts can trust, one-line errors, --help with examples, check/run/compare."""
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -183,14 +184,28 @@ def test_an_interrupted_run_says_what_it_kept_and_how_to_go_on(tmp_path, capsys,
     which then finds nothing left to run; Ctrl-C in a command that writes no results claims none."""
     pytest.importorskip("autograd")
     from adcompare.cli import run as run_command
+    from adcompare.model.observer import RunObserver
     from adcompare.store.results import load
 
-    def first_cell_then_ctrl_c(*args, **kwargs):
-        run_command_execute(*args, **kwargs)
-        raise KeyboardInterrupt
+    class CtrlC(RunObserver):  # the person at the terminal, pressing Ctrl-C once a cell is written, or at the start
+        def __init__(self, at_start: bool):
+            self.at_start = at_start
 
-    run_command_execute = run_command.execute
-    monkeypatch.setattr(run_command, "execute", first_cell_then_ctrl_c)
+        def on_cell(self, measurement):
+            raise KeyboardInterrupt
+
+        def on_progress(self, cell, measurement):
+            if self.at_start:
+                raise KeyboardInterrupt
+
+    def pressing(at_start: bool):
+        @contextlib.contextmanager
+        def watching(plan, rounds, show_progress):
+            yield [CtrlC(at_start)]
+        return watching
+
+    run_command_watching = run_command.watching
+    monkeypatch.setattr(run_command, "watching", pressing(at_start=False))
     path = tmp_path / "r.jsonl"
     argv = ["run", "--adapter", "autograd", "--problem", "exp_dot_loss", "--size", "n10", "--operator", "grad",
             "--variant", "eager", "--dtype", "float64", "--no-progress", "-o", str(path)]
@@ -198,13 +213,13 @@ def test_an_interrupted_run_says_what_it_kept_and_how_to_go_on(tmp_path, capsys,
     said = " ".join(capsys.readouterr().err.split())
     assert f"interrupted; the 1 cell(s) that finished are in '{path}': add --resume -o {path}" in said
     assert [m.cell.key for m in load([path]).measurements] == ["exp_dot_loss/n10/grad/autograd/eager/cpu/float64"]
-    monkeypatch.setattr(run_command, "execute", run_command_execute)
+    monkeypatch.setattr(run_command, "watching", run_command_watching)
     assert main([*argv, "--resume"]) == 0 and len(load([path]).measurements) == 1
 
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_command, "execute", ctrl_c)
+    monkeypatch.setattr(run_command, "watching", pressing(at_start=True))
     assert main([*argv[:-1], str(tmp_path / "none.jsonl")]) == 130
     assert "interrupted before any cell finished" in capsys.readouterr().err
     monkeypatch.setattr("adcompare.cli.inventory.command", ctrl_c)

@@ -38,6 +38,8 @@ from adcompare.run.timing import measure, median_interval
 from adcompare.store.results import Results, ResultsWriter, load
 from adcompare.store.round_journal import RoundJournal, read_journal
 
+from .recording import Recording
+
 CELL = Cell("exp_dot_loss", "n10000", "jacrev", "jax", "compiled", "cpu", "float32")
 
 
@@ -235,12 +237,12 @@ def test_ctrl_c_in_a_later_round_keeps_every_cell_from_the_rounds_it_finished():
             if len(starts) == len(cells) + 1:  # the first cell of round 2
                 raise KeyboardInterrupt
 
-    recorded: list[Measurement] = []
+    seen = Recording(progress=ctrl_c_in_round_2)
+    recorded = seen.cells
     options = runner.RunOptions(timeout=600, threads=1, rounds=3,
                                 policy=TimingPolicy(min_time=0.01, max_time=0.05, warmup_time=0.0, min_samples=3))
     with pytest.raises(KeyboardInterrupt):
-        runner.run(plugins.load(), Plan(tuple(cells), ()), options, record=recorded.append,
-                   progress=ctrl_c_in_round_2)
+        runner.run(plugins.load(), Plan(tuple(cells), ()), options, observer=seen)
     assert sorted(m.cell.operator for m in recorded) == ["grad", "value"]
     for m in recorded:
         assert m.status is Status.OK and (m.details["rounds"], m.details["rounds_planned"]) == (1, 3)
@@ -390,8 +392,9 @@ def test_confirmation_rounds_time_the_chosen_cells_again_and_ctrl_c_keeps_them()
 
     policy = TimingPolicy(min_time=0.01, max_time=0.05, warmup_time=0.0, min_samples=3)
     options = runner.RunOptions(timeout=600, threads=1, rounds=2, policy=policy, confirm=confirm)
-    recorded: list[Measurement] = []
-    runner.run(plugins.load(), Plan(tuple(cells), ()), options, record=recorded.append)
+    seen = Recording()
+    recorded = seen.cells
+    runner.run(plugins.load(), Plan(tuple(cells), ()), options, observer=seen)
     assert asked == [["grad", "value"]]
     by_op = {m.cell.operator: m for m in recorded}
     assert (by_op["grad"].details["rounds"], by_op["grad"].details["confirmation_rounds"]) == (4, 2)
@@ -407,9 +410,9 @@ def test_confirmation_rounds_time_the_chosen_cells_again_and_ctrl_c_keeps_them()
                 raise KeyboardInterrupt
 
     recorded.clear()
+    seen.progress = ctrl_c_in_confirmation_round_2
     with pytest.raises(KeyboardInterrupt):
-        runner.run(plugins.load(), Plan(tuple(cells), ()), options, record=recorded.append,
-                   progress=ctrl_c_in_confirmation_round_2)
+        runner.run(plugins.load(), Plan(tuple(cells), ()), options, observer=seen)
     by_op = {m.cell.operator: m for m in recorded}
     grad = by_op["grad"].details
     assert (grad["rounds"], grad["rounds_planned"], grad["confirmation_rounds"]) == (3, 4, 1)

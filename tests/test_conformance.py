@@ -252,6 +252,7 @@ def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, s
     from adcompare.run import runner
     from adcompare.run.benchmark_cell import benchmark_cell
     from adcompare.run.in_process import run_once
+    from adcompare.run.session import run_session
     from adcompare.study.plan import Plan
 
     registry = plugins.load((VERDICTS,))
@@ -260,7 +261,7 @@ def test_every_path_gives_the_same_verdict(adapter_name, problem_name, status, s
     cell = Cell(problem_name, size, "value", adapter_name, "eager", "cpu", "float64")
 
     quick = TimingPolicy(min_time=0.001, max_time=0.05, warmup_time=0.0, min_samples=3)
-    [in_worker] = runner.run(registry, Plan((cell,), ()), runner.RunOptions(threads=1, policy=quick))
+    [in_worker] = run_session(registry, Plan((cell,), ()), runner.RunOptions(threads=1, policy=quick))
     outcome = run_case(adapter, problem, Case(problem_name, size, "value", "eager"), "float64")
     bench = BenchmarkRecorder()
     if status is Status.OK:

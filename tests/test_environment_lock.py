@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from adcompare.cli import pipeline
 from adcompare.plugin.registry import load
-from adcompare.study import environments
+from adcompare.run import session
+from adcompare.study import environment_specs, environments
 from adcompare.study.environment_lock import lock_path
 from adcompare.study.environment_specs import EnvironmentSpec
 
@@ -156,12 +156,12 @@ def test_a_run_holds_its_environments_shared_until_it_ends(tmp_path, monkeypatch
     digest = environments.source_digest(environments.adcompare_source())
     path = _cached(environments.cache_root(), SPEC, digest)
     twin = EnvironmentSpec("twin", SPEC.requirements)  # same requirements: one environment, locked once
-    header: dict = {}
-    with pipeline.environments_in_use(load(()), ["old=autograd==1.8.0", "twin=autograd==1.8.0"], header) as built:
+    specs = environment_specs.parse_options(["old=autograd==1.8.0", "twin=autograd==1.8.0"])
+    with session.environments_in_use(load(()), specs) as built:
         assert _held_by_someone(lock_path(path), exclusive=True)  # no reinstall while the run lasts
         assert not _held_by_someone(lock_path(path), exclusive=False)  # other runs may use it too
         assert built["old"].path == built["twin"].path == str(path) and built[twin.name].name == "twin"
-        assert set(header["environments"]) == {"old", "twin"}
+        assert set(session.environments_header(load(()), specs, built)["environments"]) == {"old", "twin"}
     assert not _held_by_someone(lock_path(path), exclusive=True)
     said: list[str] = []
     assert environments.build(SPEC, say=said.append).installed == {"autograd": "1.8.0"}  # cached: nothing done

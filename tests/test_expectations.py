@@ -156,11 +156,11 @@ def test_a_timeout_from_c_80_is_labelled_expected_and_still_recorded_as_timeout(
 def _finished_as(status_of, monkeypatch):
     """Let `runner.run` end every planned cell as `status_of(cell)` says, as the parent records a stopped worker
     (the unrolled compile takes minutes; what is under test is the labelling and the exit code)."""
-    def fake_run(registry, plan, options, *, record=lambda m: None, **_):
+    def fake_run(registry, plan, options, *, observer, **_):
         out = [Measurement(c, status_of(c), "ran past the 300 s cell timeout; worker stopped"
                            if status_of(c) is Status.TIMEOUT else "", support="native") for c in plan.cells]
         for m in out:
-            record(m)
+            observer.on_cell(m)
         return out
 
     monkeypatch.setattr(runner, "run", fake_run)

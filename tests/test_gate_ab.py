@@ -31,7 +31,7 @@ from adcompare.analysis.paired_noise import MIN_POOLED_CELLS, pooled, spread
 from adcompare.cli.main import main
 from adcompare.cli.run import confirmation
 from adcompare.model.cell import Cell
-from adcompare.model.errors import EnvironmentSetupError
+from adcompare.model.errors import EnvironmentSetupError, UsageError
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
 from adcompare.store.results import Results, load
@@ -468,12 +468,12 @@ def test_confirm_chooses_a_flagged_cell_in_every_environment():
     _, same = _lockstep([0.0] * 3, 0.01)
     ms = [Measurement(replace(cell, environment=env), Status.OK, timing=t)
           for env, t in (("base", base), ("a", slow), ("b", same))]
-    header = {"environments": {"base": {}, "a": {}, "b": {}}}
     args = argparse.Namespace(confirm=10.0, rounds=3, env=["base=@x", "a=@y", "b=@z"])
-    chosen = confirmation(args, header)(ms)
+    chosen = confirmation(args)(ms)
     assert chosen == {m.cell.key for m in ms}
-    assert confirmation(argparse.Namespace(confirm=10.0, rounds=3, env=["base=@x", "a=@y", "b=@z"]),
-                        header)(ms[::2]) == set()  # base and b alone: nothing to confirm
+    assert confirmation(args)(ms[::2]) == set()  # base and b alone: nothing to confirm
+    with pytest.raises(UsageError, match="add --rounds 3 and two --env"):
+        confirmation(argparse.Namespace(confirm=10.0, rounds=1, env=["base=@x", "a=@y"]))
 
 
 def _then(a: Timing, b: Timing) -> Timing:

@@ -7,6 +7,7 @@ import pytest
 from adcompare.model.cell import Cell
 from adcompare.model.status import Status
 from adcompare.run import runner
+from adcompare.run.session import run_session
 from adcompare.study.plan import Plan, gpu_present
 
 SEED_001_JACOBIAN = [[-0.8322937, 2.6645875], [2.0, -1.0], [3.0, 0.0]]
@@ -47,7 +48,7 @@ def test_cuda_device_reports_why_when_absent(registry):
     if gpu_present():
         pytest.skip("a GPU is present: the unavailable path cannot be exercised here")
     p = Plan((Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cuda", "float32"),), ())
-    (m,) = runner.run(registry, p, runner.RunOptions(threads=1))
+    (m,) = run_session(registry, p, runner.RunOptions(threads=1))
     assert m.status is Status.UNSUPPORTED and "no GPU backend" in m.message
 
 
@@ -56,7 +57,7 @@ def test_cuda_device_reports_why_when_absent(registry):
 def test_jax_on_cuda_agrees_with_reference(registry):
     cells = tuple(Cell("exp_dot_loss", "n1000", op, "jax", v, "cuda", "float32")
                   for op in ("grad", "jacrev", "hvp") for v in ("eager", "compiled"))
-    out = runner.run(registry, Plan(cells, ()), runner.RunOptions(threads=1))
+    out = run_session(registry, Plan(cells, ()), runner.RunOptions(threads=1))
     for m in out:
         assert m.status is Status.OK, (m.cell.id, m.message)
         assert m.device_name and m.device_name != "cuda"

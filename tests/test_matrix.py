@@ -25,6 +25,7 @@ from adcompare.study.plan import plan as make_plan
 from adcompare.verify.check import cross_check
 from adcompare.verify.expectations import unexpected
 
+from .recording import Recording
 from .shared_results import once_per_run
 
 REGISTRY = plugins.load()
@@ -55,11 +56,9 @@ def cells_of(half: int) -> list:
 
 def _run_half(half: int) -> tuple[list, list[dict]]:
     """A half's measurements as recorded (before cross-checking) and its workers' `on_worker` records."""
-    recorded: list = []
-    workers: list[dict] = []
-    runner.run(REGISTRY, half_plan(half), runner.RunOptions(timeout=240, threads=2, policy=QUICK),
-               record=recorded.append, on_worker=workers.append)
-    return recorded, workers
+    seen = Recording()
+    runner.run(REGISTRY, half_plan(half), runner.RunOptions(timeout=240, threads=2, policy=QUICK), observer=seen)
+    return seen.cells, seen.workers
 
 
 def whole_run(first: int) -> tuple[dict, list[dict]]:

@@ -20,6 +20,7 @@ from adcompare.model.operators import NESTED, OPERATORS, spec
 from adcompare.model.problem import applicable_operators
 from adcompare.plugin import registry as plugins
 from adcompare.run import runner
+from adcompare.run.session import run_session
 from adcompare.study.plan import Plan, Selection, usable_adapters
 from adcompare.study.plan import plan as make_plan
 from adcompare.testing import supported_cases
@@ -64,7 +65,7 @@ CELLS = _cells()
 @pytest.fixture(scope="session")
 def coverage():
     plan = Plan(tuple(CELLS), ())
-    out = runner.run(REGISTRY, plan, runner.RunOptions(timeout=240, threads=2, time_it=False))
+    out = run_session(REGISTRY, plan, runner.RunOptions(timeout=240, threads=2, time_it=False))
     return {m.cell.key: m for m in out}
 
 

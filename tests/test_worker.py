@@ -15,15 +15,17 @@ from adcompare.run import runner
 from adcompare.store.results import load
 from adcompare.study.plan import Plan
 
+from .recording import Recording
+
 QUICK = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)
 
 
 def _run(registry, cells, timeout=60.0, time_it=True):
     p = Plan(tuple(cells), ())
-    recorded = []
+    seen = Recording()
     out = runner.run(registry, p, runner.RunOptions(timeout=timeout, threads=1, policy=QUICK, time_it=time_it),
-                     record=recorded.append)
-    assert [m.cell for m in recorded] == list(cells)  # recorded as they finish, once each
+                     observer=seen)
+    assert [m.cell for m in seen.cells] == list(cells)  # recorded as they finish, once each
     got = {m.cell: m for m in out}
     assert len(got) == len(cells)  # one measurement per cell, none keyed over another
     return got
@@ -64,9 +66,10 @@ def test_small_cell_after_a_big_one_reports_its_own_peak(fault_registry):
 def test_dtypes_run_in_separate_workers_and_keep_their_dtype(registry):
     cells = [Cell("exp_dot_loss", "n10", "grad", "jax", v, "cpu", d)
              for d in ("float32", "float64") for v in ("eager", "compiled")]
-    workers = []
+    seen = Recording()
     p = Plan(tuple(cells), ())
-    out = runner.run(registry, p, runner.RunOptions(threads=1, policy=QUICK), on_worker=workers.append)
+    out = runner.run(registry, p, runner.RunOptions(threads=1, policy=QUICK), observer=seen)
+    workers = seen.workers
     assert sorted(w["dtype"] for w in workers) == ["float32", "float64"]
     assert len({w["pid"] for w in workers}) == 2
     for m in out:

@@ -6,6 +6,7 @@ both sides saw the same moments of the machine's load) and its derivative values
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from adcompare.analysis.comparison import ComparisonRow, differences, medians
@@ -69,17 +70,19 @@ class EnvironmentPair:
                 "projection_error": self.projection_error, "values_agree": self.values_agree}
 
 
-def environment_order(results: Results) -> list[str]:
-    """Environments in the order the run named them (`--env`), then any others in order of appearance."""
-    named = [n for prov in results.provenance for n in (prov.get("environments") or {})]
+def environment_order(results: Results, named: Sequence[str] = ()) -> list[str]:
+    """Environments in the order the run named them (`--env`: `named`, or the files' headers), then any others in
+    order of appearance."""
+    named = [*named, *(n for prov in results.provenance for n in (prov.get("environments") or {}))]
     return list(dict.fromkeys([*named, *(m.cell.environment for m in results.measurements)]))
 
 
-def pair_environments(results: Results, baseline: str | None = None,
-                      threshold: float = NOISE) -> list[EnvironmentPair]:
-    """Every cell of the baseline environment (default: the first) paired with the same cell — same problem,
-    size, operator, adapter, variant, device and dtype — in each other environment, on one results set."""
-    order = environment_order(results)
+def pair_environments(results: Results, baseline: str | None = None, threshold: float = NOISE,
+                      named: Sequence[str] = ()) -> list[EnvironmentPair]:
+    """Every cell of the baseline environment (default: the first, in the order `named` or the headers give)
+    paired with the same cell — same problem, size, operator, adapter, variant, device and dtype — in each other
+    environment, on one results set."""
+    order = environment_order(results, named)
     if baseline is not None and baseline not in order:
         raise UsageError(f"--baseline-environment {baseline!r} is not in the results; environments: "
                          f"{', '.join(order)}")
@@ -104,3 +107,30 @@ def pair_environments(results: Results, baseline: str | None = None,
     rows = {id(b): ComparisonRow(b.cell, *medians(a, b), d)
             for (a, b), d in zip(timed, differences(timed, threshold, against_shift=False, paired=True))}
     return [EnvironmentPair(a, b, rows.get(id(b))) for a, b in matched]
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """`run --confirm PCT`: given every cell's record after the last round, the keys of the cells that
+    `compare RUN --fail-above PCT` would flag (either direction, each environment against the first), in every
+    environment — to be timed in as many rounds again. Decided on the run's own cells (with --resume: those it
+    runs), as compare of them alone would."""
+
+    threshold: float  # a fraction: 0.1 for --confirm 10
+    environments: tuple[str, ...]  # as --env named them; the first is the baseline
+
+    @classmethod
+    def asked(cls, percent: float | None, rounds: int, environments: Sequence[str]) -> Confirmation | None:
+        """The confirmation `--confirm percent` asks for, None without it; refused where it cannot decide."""
+        if percent is None:
+            return None
+        if rounds < 2 or len(environments) < 2:
+            raise UsageError("--confirm decides between the environments of an A/B run: add --rounds 3 and two "
+                             "--env (e.g. --env base=@OLD_PYTHON --env current), or drop --confirm")
+        return cls(percent / 100, tuple(environments))
+
+    def __call__(self, measurements: Sequence[Measurement]) -> set[str]:
+        pairs = pair_environments(Results((), tuple(measurements)), threshold=self.threshold,
+                                  named=self.environments)
+        cells = {p.cell.across_environments for p in pairs if p.timing and p.timing.difference.significant}
+        return {m.cell.key for m in measurements if m.cell.across_environments in cells}  # in every environment

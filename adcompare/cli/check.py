@@ -6,11 +6,13 @@ import argparse
 import json
 
 from adcompare.cli import tables
-from adcompare.cli.pipeline import environments_in_use, execute, load_registry, plan_cells, selection
+from adcompare.cli.pipeline import load_registry, plan_cells, selection, watching
 from adcompare.cli.tables import err, out
 from adcompare.model.problem import Problem, Size
 from adcompare.model.status import NOT_RUN
 from adcompare.run.runner import RunOptions
+from adcompare.run.session import run_session
+from adcompare.study import environment_specs
 from adcompare.verify.expectations import expected_reason
 from adcompare.verify.reference import reference_value
 
@@ -29,10 +31,11 @@ def command(args: argparse.Namespace) -> int:
     registry = load_registry(args.plugin, args.inputs, args.seed)
     plan = plan_cells(registry, selection(args, registry), memory_limit_gib=args.memory_limit,
                       env_options=args.env or ())
-    with environments_in_use(registry, args.env or (), {}) as envs:
-        options = RunOptions(timeout=args.timeout, threads=args.threads, time_it=False)
-        measurements = execute(registry, plan, options, show_progress=not args.no_progress, envs=envs)
-    expected = {m.cell.key: why for m in measurements if (why := expected_reason(m))}  # labelled by execute
+    options = RunOptions(timeout=args.timeout, threads=args.threads, time_it=False)
+    with watching(plan, 1, show_progress=not args.no_progress) as observers:
+        measurements = run_session(registry, plan, options, observers=observers,
+                                   environments_named=environment_specs.parse_options(args.env or ()))
+    expected = {m.cell.key: why for m in measurements if (why := expected_reason(m))}  # finished by the session
     if args.json:
         for m in measurements:
             problem = registry.problem(m.cell.problem)

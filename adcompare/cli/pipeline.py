@@ -1,15 +1,12 @@
 """The steps the commands share, in pipeline order: load the registry (plugins, input files), select and plan the
-cells, describe this machine (provenance, the --env environments), execute a plan with a progress bar, and print
-the findings. Each step takes the values it needs, not the parsed arguments, but for `selection`, which reads the
+cells, describe this machine (provenance), watch a run session (run/session.py) with a progress bar, and print the
+findings. Each step takes the values it needs, not the parsed arguments, but for `selection`, which reads the
 selection options every measuring command has.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import signal
-import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,20 +16,18 @@ from adcompare.analysis.findings import findings, top
 from adcompare.cli import tables
 from adcompare.cli.tables import err, out
 from adcompare.model.cell import Cell
-from adcompare.model.errors import Interrupted, SigtermReceived, Terminated, UsageError
+from adcompare.model.errors import UsageError
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement
+from adcompare.model.observer import RunObserver
 from adcompare.plugin.registry import Registry, load
-from adcompare.run import runner
+from adcompare.run.session import distributions
 from adcompare.store import provenance
 from adcompare.store.output_paths import RESULTS_DIR
-from adcompare.store.results import ResultsWriter
-from adcompare.store.round_journal import RoundJournal
-from adcompare.study import environment_specs, environments
+from adcompare.study import environment_specs
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
 from adcompare.study.suites import suite_for, suites_planning
-from adcompare.verify.expectations import labelled
 from adcompare.verify.input_sources import check_selected, file_fed, with_inputs
 
 
@@ -44,10 +39,6 @@ def load_registry(plugins: Sequence[str], inputs: Sequence[str] = (), seed: int 
     return with_inputs(registry, inputs, seed)
 
 
-def distributions(registry: Registry) -> list[str]:
-    return [d for a in registry.adapters.values() for d in (a.distribution, *a.runtime_distributions)]
-
-
 def machine(registry: Registry) -> Machine:
     """This machine's fingerprint, with the versions of every known framework."""
     return this_machine(distributions(registry))
@@ -56,23 +47,6 @@ def machine(registry: Registry) -> Machine:
 def run_provenance(registry: Registry, threads: int) -> dict:
     """This run's header, with the machine fingerprint its records carry."""
     return provenance.collect(threads, machine(registry))
-
-
-@contextmanager
-def environments_in_use(registry: Registry, env_options: Sequence[str],
-                        header: dict) -> Iterator[dict[str, environments.Environment]]:
-    """The `--env` environments, built or taken from the cache and locked against other runs' reinstalls until the
-    block ends (the run's workers start from them throughout); named in the header with their fingerprints."""
-    specs = environment_specs.parse_options(env_options)
-    if not specs:
-        yield {}
-        return
-    with environments.in_use(specs, say=lambda line: err.print(f"[dim]{line}[/]", highlight=False)) as built:
-        host = this_machine(())
-        header["environments"] = {
-            s.name: {**built[s.name].to_json(),
-                     "machine": built[s.name].machine(host, distributions(registry)).to_json()} for s in specs}
-        yield built
 
 
 def past_runs() -> list[Path]:
@@ -139,117 +113,54 @@ def plan_cells(registry: Registry, selected: Selection, *, memory_limit_gib: flo
     return plan
 
 
-def _progress_bar(total: int):
-    """A bar on stderr advanced once per finished cell (and round), naming the cell that runs."""
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=False)
-    task = bar.add_task("cells", total=total)
+class ProgressBar(RunObserver):
+    """A bar on stderr advanced once per finished cell (and round), naming the cell that runs; lengthened by the
+    confirmation rounds of the cells --confirm chose; an environment being built is said above it."""
 
-    def progress(cell: Cell | None, measurement: Measurement | None) -> None:
+    def __init__(self, total: int, rounds: int = 1):
+        self.rounds = rounds
+        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err,
+                            transient=False)
+        self.task = self.bar.add_task("cells", total=total)
+
+    def on_progress(self, cell: Cell | None, measurement: Measurement | None) -> None:
         if measurement is None:
-            bar.update(task, description=f"{cell.id}" if cell else "")
+            self.bar.update(self.task, description=f"{cell.id}" if cell else "")
         else:
-            bar.advance(task)
-    return bar, progress
+            self.bar.advance(self.task)
+
+    def on_confirm(self, keys: Collection[str]) -> None:
+        (task,) = self.bar.tasks
+        self.bar.update(task.id, total=(task.total or 0) + self.rounds * len(keys))
+
+    def on_note(self, text: str) -> None:
+        err.print(f"[dim]{text}[/]", highlight=False)
 
 
-def _counted(confirm: Callable[[Sequence[Measurement]], Collection[str]], bar: Progress,
-             rounds: int) -> Callable[[Sequence[Measurement]], Collection[str]]:
-    """--confirm's choice, the bar lengthened by the confirmation rounds of the cells chosen."""
-    def chosen(measurements: Sequence[Measurement]) -> Collection[str]:
-        keys = confirm(measurements)
-        (task,) = bar.tasks
-        bar.update(task.id, total=(task.total or 0) + rounds * len(keys))
-        return keys
-    return chosen
+class Notes(RunObserver):
+    """Without a bar (--no-progress), what the run says still reaches stderr."""
+
+    def on_note(self, text: str) -> None:
+        err.print(f"[dim]{text}[/]", highlight=False)
 
 
-def _journalled(confirm: Callable[[Sequence[Measurement]], Collection[str]],
-                journal: RoundJournal) -> Callable[[Sequence[Measurement]], Collection[str]]:
-    """--confirm's choice, written to the round journal before the confirmation rounds run."""
-    def chosen(measurements: Sequence[Measurement]) -> Collection[str]:
-        keys = confirm(measurements)
-        journal.choose(keys)
-        return keys
-    return chosen
-
-
-def execute(registry: Registry, plan: Plan, options: runner.RunOptions, *, show_progress: bool,
-            writer: ResultsWriter | None = None, envs: dict[str, environments.Environment] | None = None,
-            recovered: Sequence[Measurement] = ()) -> list[Measurement]:
-    """Run the plan, each measurement appended to `writer` as it finishes (with rounds, each round to the round
-    journal beside it until its cell is written); the --env environments run in their own interpreters, and
-    their machines are added to the results file. `recovered`: cells a killed run left in its journal, written
-    first. Returns the measurements, labelled with their expected failures."""
-    isolated = {n: e for n, e in (envs or {}).items() if n != environments.CURRENT}
-    options = dataclasses.replace(options, interpreters={n: e.python for n, e in isolated.items()})
-    bar, progress = None, None
-    if show_progress:
-        extra_rounds = (options.rounds - 1) * len(plan.cells)  # each round advances the bar
-        bar, progress = _progress_bar(plan.total + extra_rounds)
-        if options.confirm is not None:
-            options = dataclasses.replace(options, confirm=_counted(options.confirm, bar, options.rounds))
-    machines: dict[str, Machine] = {}
-    if writer is not None:
-        machines = {n: e.machine(writer.machine, distributions(registry)) for n, e in isolated.items()}
-        for m in machines.values():
-            writer.add_machine(m)
-
-    def record(m: Measurement) -> None:
-        if writer is not None:
-            writer.add(labelled(environments.stamp(m, machines), registry.problems))
-
-    on_worker = writer.add_worker if writer is not None else (lambda info: None)
-    for cell in recovered:
-        record(cell)
-    journal = RoundJournal(writer.path) if writer is not None and options.rounds > 1 else None
-    if journal is not None and writer is not None and options.confirm is not None:
-        options = dataclasses.replace(options, confirm=_journalled(options.confirm, journal))
-
-    def record_round(m: Measurement, planned: int, confirming: bool) -> None:
-        if journal is not None and writer is not None:  # stamped with its machine, as it will be written
-            stamped = environments.stamp(m, machines)
-            journal.add(stamped if stamped.machine else dataclasses.replace(stamped, machine=writer.machine.id),
-                        planned, confirming)
-
-    if bar is not None:
-        bar.start()
+@contextmanager
+def watching(plan: Plan, rounds: int, show_progress: bool) -> Iterator[list[RunObserver]]:
+    """The observers the person at the terminal gets: a progress bar over the plan's cells (each round
+    advances it), or, with --no-progress, the notes alone."""
+    if not show_progress:
+        yield [Notes()]
+        return
+    bar = ProgressBar(plan.total + (rounds - 1) * len(plan.cells), rounds)
+    bar.bar.start()
     try:
-        measurements = runner.run(registry, plan, options, record=record, on_worker=on_worker,
-                                  progress=progress or (lambda c, m: None), record_round=record_round)
-        return [labelled(m, registry.problems) for m in [*recovered, *measurements]]
+        yield [bar]
     finally:
-        if journal is not None and writer is not None:
-            journal.close(writer.keys)
-        if bar is not None:
-            bar.stop()
+        bar.bar.stop()
 
 
 def print_findings(measurements: Sequence[Measurement]) -> None:
     """The seed claims this selection measured, with their verdicts (the report's Findings section, in short)."""
     found = findings(measurements)
     tables.print_findings(out, top(found), len(found))
-
-
-@contextmanager
-def sigterm_as_interrupt():
-    def terminate(signum, frame):
-        raise SigtermReceived
-
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def interrupted(path: str | Path, finished: int, then: str, terminated: bool = False) -> Interrupted:
-    """What Ctrl-C (or SIGTERM: `terminated`) left of a run writing `path`: its `finished` cells, each flushed as
-    it finished; `then` says how to go on from them."""
-    how, error = ("terminated (SIGTERM)", Terminated) if terminated else ("interrupted", Interrupted)
-    if finished == 0:
-        return error(f"{how} before any cell finished; {str(path)!r} holds none of this run's cells")
-    return error(f"{how}; the {finished} cell(s) that finished are in {str(path)!r}: {then}")

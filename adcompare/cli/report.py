@@ -8,22 +8,15 @@ import datetime
 import importlib.util
 from pathlib import Path
 
-from adcompare.cli.pipeline import (
-    execute,
-    interrupted,
-    load_registry,
-    plan_cells,
-    print_findings,
-    run_provenance,
-    sigterm_as_interrupt,
-)
+from adcompare.cli.pipeline import load_registry, plan_cells, print_findings, run_provenance, watching
 from adcompare.cli.tables import out
-from adcompare.model.errors import SigtermReceived, UsageError
+from adcompare.model.errors import UsageError
 from adcompare.plugin.registry import Registry
 from adcompare.report import build
 from adcompare.run.runner import RunOptions
+from adcompare.run.session import Output, run_session
 from adcompare.store.output_paths import ensure_folder, latest_results
-from adcompare.store.results import Results, ResultsWriter, load
+from adcompare.store.results import Results, load
 from adcompare.study.plan import Selection
 from adcompare.verify.expectations import labelled
 
@@ -35,14 +28,10 @@ def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path
         raise UsageError(f"{str(out_dir)!r} already holds the results of an earlier report; choose another -o, "
                          f"or report them: adcompare report {path}")
     plan = plan_cells(registry, Selection(suite="quick"), memory_limit_gib=args.memory_limit)
-    writer: ResultsWriter | None = None
-    try:
-        with sigterm_as_interrupt(), ResultsWriter(path, run_provenance(registry, args.threads)) as writer:
-            execute(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads),
-                    show_progress=not args.no_progress, writer=writer)
-    except KeyboardInterrupt as stop:
-        raise interrupted(path, writer.cells if writer else 0, f"report them with: adcompare report {path}",
-                          terminated=isinstance(stop, SigtermReceived)) from None
+    target = Output(path, run_provenance(registry, args.threads), then=f"report them with: adcompare report {path}")
+    with watching(plan, 1, show_progress=not args.no_progress) as observers:
+        run_session(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads), output=target,
+                    observers=observers)
     return load([path])
 
 

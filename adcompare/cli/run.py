@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from adcompare.analysis.environment_pairs import pair_environments
+from adcompare.analysis.environment_pairs import Confirmation
 from adcompare.cli import tables
 from adcompare.cli.arguments import shard_options
 from adcompare.cli.pipeline import (
-    environments_in_use,
-    execute,
-    interrupted,
     load_registry,
     machine,
     past_runs,
@@ -21,7 +17,7 @@ from adcompare.cli.pipeline import (
     print_findings,
     run_provenance,
     selection,
-    sigterm_as_interrupt,
+    watching,
 )
 from adcompare.cli.tables import out
 from adcompare.model.errors import SigtermReceived, UsageError
@@ -30,8 +26,9 @@ from adcompare.plugin.registry import Registry
 from adcompare.run import executors
 from adcompare.run.rounds import recovered
 from adcompare.run.runner import RunOptions
+from adcompare.run.session import Output, interrupted, run_session, sigterm_as_interrupt
 from adcompare.store.output_paths import new_results_path, refuse_existing
-from adcompare.store.results import Results, ResultsWriter, cells_in, finished_keys
+from adcompare.store.results import cells_in, finished_keys
 from adcompare.store.round_journal import journal_path, read_journal
 from adcompare.study import environment_specs, environments
 from adcompare.study import scope as study
@@ -70,22 +67,11 @@ def _settle_output(args: argparse.Namespace) -> tuple[str, bool]:
     return args.output, False
 
 
-def confirmation(args: argparse.Namespace, header: dict) -> Callable[[Sequence[Measurement]], set[str]] | None:
-    """--confirm PCT: the cells that `compare RUN --fail-above PCT` would flag on the rounds so far (either
-    direction, each environment against the first), in every environment, to be timed in as many rounds again.
-    Decided on this invocation's cells (with --resume: those it runs), as compare of them alone would."""
-    if args.confirm is None:
-        return None
-    if args.rounds < 2 or len(args.env or ()) < 2:
-        raise UsageError("--confirm decides between the environments of an A/B run: add --rounds 3 and two --env "
-                         "(e.g. --env base=@OLD_PYTHON --env current), or drop --confirm")
-    threshold = args.confirm / 100
-
-    def flagged(measurements: Sequence[Measurement]) -> set[str]:
-        pairs = pair_environments(Results((header,), tuple(measurements)), threshold=threshold)
-        cells = {p.cell.across_environments for p in pairs if p.timing and p.timing.difference.significant}
-        return {m.cell.key for m in measurements if m.cell.across_environments in cells}  # in every environment
-    return flagged
+def confirmation(args: argparse.Namespace) -> Confirmation | None:
+    """--confirm PCT between the --env environments (analysis/environment_pairs.Confirmation); refused where an
+    A/B run could not decide."""
+    names = [spec.name for spec in environment_specs.parse_options(args.env or ())]
+    return Confirmation.asked(args.confirm, args.rounds, names)
 
 
 def _recovered(output: str) -> list[Measurement]:
@@ -111,7 +97,7 @@ def sharded_run(args: argparse.Namespace, output: str) -> executors.ShardedRun:
 
 
 def _dry_run(registry: Registry, args: argparse.Namespace) -> int:
-    confirmation(args, {})  # a --confirm the run would refuse is refused here too
+    confirmation(args)  # a --confirm the run would refuse is refused here too
     st = _study(registry, _plan(registry, args), args, args.output, machine(registry).id)
     if args.json:
         print(json.dumps(study.cells_json(registry, st)))
@@ -142,28 +128,19 @@ def command(args: argparse.Namespace) -> int:
                               terminated=isinstance(stop, SigtermReceived)) from None
     plan = _plan(registry, args)  # before the output: a selection error leaves no empty results file behind
     header = run_provenance(registry, args.threads)
-    confirm = confirmation(args, header)
+    confirm = confirmation(args)
     output, fresh = _settle_output(args)
     recovered = _recovered(output) if args.resume else []
     st = _study(registry, plan, args, output, header["machine"]["fingerprint"],
                 frozenset(m.cell.key for m in recovered))
-    writer: ResultsWriter | None = None
-    try:
-        # the environments are held until the last worker ends
-        with sigterm_as_interrupt(), environments_in_use(registry, args.env or (), header) as envs:
-            options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
-                                 budget=args.max_time or "", rounds=args.rounds,
-                                 confirm=confirm)
-            with ResultsWriter(output, header, resume=args.resume, overwrite=args.overwrite, fresh=fresh) as writer:
-                for m in st.left_out:
-                    writer.add(m)
-                measurements = execute(registry, st.plan, options, show_progress=not args.no_progress,
-                                       writer=writer, envs=envs, recovered=recovered)
-                measurements = [*measurements, *st.left_out]
-    except KeyboardInterrupt as stop:
-        finished = writer.cells - len(st.left_out) if writer else 0  # left_out: recorded as planned, not run
-        raise interrupted(output, finished, f"add --resume -o {output} to the same command to run the rest",
-                          terminated=isinstance(stop, SigtermReceived)) from None
+    options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
+                         budget=args.max_time or "", rounds=args.rounds, confirm=confirm)
+    target = Output(Path(output), header, resume=args.resume, overwrite=args.overwrite, fresh=fresh,
+                    then=f"add --resume -o {output} to the same command to run the rest")
+    with watching(st.plan, args.rounds, show_progress=not args.no_progress) as observers:
+        measurements = run_session(registry, st.plan, options, output=target,
+                                   environments_named=environment_specs.parse_options(args.env or ()),
+                                   observers=observers, left_out=st.left_out, recovered=recovered)
     tables.print_summary(out, measurements)
     print_findings(measurements)
     out.print(f"results: {output}")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.measurement import Measurement
+from adcompare.model.observer import RunObserver
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.registry import Registry
@@ -30,7 +31,6 @@ from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.worker_handle import WorkerProcess
 from adcompare.study.budget import left_out
 from adcompare.study.plan import Plan
-from adcompare.verify.check import cross_check
 
 
 @dataclass(frozen=True)
@@ -47,46 +47,39 @@ class RunOptions:
     confirm: Callable[[Sequence[Measurement]], Collection[str]] | None = None
 
 
-def run(registry: Registry, p: Plan, options: RunOptions, *,
-        record: Callable[[Measurement], None] = lambda m: None,
-        on_worker: Callable[[dict], None] = lambda info: None,
-        progress: Callable[[Cell | None, Measurement | None], None] = lambda c, m: None,
-        skip_keys: frozenset[str] = frozenset(),
-        record_round: Callable[[Measurement, int, bool], None] = lambda m, planned, confirmation: None
-        ) -> list[Measurement]:
-    """Run every planned cell; `record` is called with each measurement as it finishes (append to results), and
-    with rounds, `record_round` with each round's (the round journal: its measurement, the rounds planned for the
-    cell, whether it is a confirmation round).
+def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserver = RunObserver(),
+        skip_keys: frozenset[str] = frozenset()) -> list[Measurement]:
+    """Run every planned cell, telling `observer` as it goes: each cell's measurement as it finishes (`on_cell`:
+    append to results), each worker started, the progress, and with rounds each round's measurement (`on_round`:
+    the round journal) and --confirm's choice (`on_confirm`).
 
-    Returns the measurements after cross-checking (pairwise agreement, adjoint identity) across adapters.
+    Returns the measurements as the worker made them; the run session (session.py) finishes them (cross-check,
+    expectation labels) once the run ends.
     """
     measurements: list[Measurement] = []
     for m in p.decided:
         if m.cell.key not in skip_keys:
-            record(m)
+            observer.on_cell(m)
             measurements.append(m)
-            progress(None, m)
+            observer.on_progress(None, m)
     cache_dir = Path(tempfile.mkdtemp(prefix="adcompare-cache-"))  # a per-run compiler cache, removed at the end
     groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
             groups[c.worker_group].append(c)
     try:
-        measured = (_measure_groups(registry, groups, options, cache_dir, on_worker, progress) if options.rounds <= 1
-                    else _measure_in_rounds(registry, groups, options, cache_dir, on_worker, progress, record_round))
+        measured = (_measure_groups(registry, groups, options, cache_dir, observer) if options.rounds <= 1
+                    else _measure_in_rounds(registry, groups, options, cache_dir, observer))
         for m in measured:
-            record(m)
+            observer.on_cell(m)
             measurements.append(m)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
-    # Pairwise and adjoint agreement are derived from the recorded projections, here and again on load,
-    # so the file keeps exactly one record per cell.
-    return cross_check(measurements)
+    return measurements
 
 
 def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
-                    options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
-                    progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
+                    options: RunOptions, cache_dir: Path, observer: RunObserver) -> Iterator[Measurement]:
     """Each worker group's cells in one fresh worker process, group after group. Groups that differ only by
     environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
     as in odd rounds, put the other environment first): a load that comes and goes then falls on both sides of a
@@ -104,8 +97,8 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     interpreter=options.interpreters.get(first.environment), inputs=registry.inputs,
                     seed=registry.seed, devices=first.devices)))
             adapter = registry.adapters.get(bundle[0][0].adapter)
-            measured = (_run_group(workers[0], bundle[0], options, on_worker, progress) if len(bundle) == 1
-                        else _run_environments(workers, bundle, options, on_worker, progress))
+            measured = (_run_group(workers[0], bundle[0], options, observer) if len(bundle) == 1
+                        else _run_environments(workers, bundle, options, observer))
             for m in measured:
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report
                     m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
@@ -113,11 +106,9 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
 
 
 def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
-                       options: RunOptions, cache_dir: Path, on_worker: Callable[[dict], None],
-                       progress: Callable[[Cell | None, Measurement | None], None],
-                       record_round: Callable[[Measurement, int, bool], None]) -> Iterator[Measurement]:
+                       options: RunOptions, cache_dir: Path, observer: RunObserver) -> Iterator[Measurement]:
     """Every group once per round, in fresh workers; odd rounds in reverse order; each round's measurement
-    journalled (`record_round`). A cell is yielded once: when round 1 did not time it (failed, unsupported, …),
+    journalled (`observer.on_round`). A cell is yielded once: when round 1 did not time it (failed, unsupported, …),
     else merged after its last round (rounds.py) — with `options.confirm`, after the confirmation rounds of the
     cells it chose. Ctrl-C yields every timed cell merged from the rounds it finished (its details say how many
     of how many) before it goes on up: a long run interrupted in its last round keeps what it measured."""
@@ -139,10 +130,10 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
             if number % 2:
                 chosen = {g: cells[::-1] for g, cells in reversed(list(chosen.items()))}
             for m in _measure_groups(registry, {g: c for g, c in chosen.items() if c}, options, cache_dir,
-                                     on_worker, progress):
+                                     observer):
                 seen[m.cell.key].append(m)
                 confirming_now = number >= n
-                record_round(m, 2 * n if confirming_now else n, confirming_now)
+                observer.on_round(m, 2 * n if confirming_now else n, confirming_now)
                 yield m
 
     try:
@@ -154,6 +145,7 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
         if options.confirm is not None:
             held = [key for key in seen if key not in yielded]
             confirming.update(options.confirm([merge_rounds(seen[key]) for key in held]))
+            observer.on_confirm(confirming)
             for _ in rounds(range(n, 2 * n), confirming):
                 pass
             for key in held:
@@ -165,23 +157,21 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
         raise
 
 
-def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions,
-               on_worker: Callable[[dict], None], progress: Callable[[Cell | None, Measurement | None], None]):
+def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions, observer: RunObserver):
     """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family."""
     timed_out: dict[tuple[str, ...], str] = {}
     for cell in cells:
-        progress(cell, None)
+        observer.on_progress(cell, None)
         m = _left_out(cell, timed_out, options)
         if m is None:
             started = worker.starts
-            m = _recorded(worker, *_run_one(worker, cell, options), started, on_worker, timed_out)
+            m = _recorded(worker, *_run_one(worker, cell, options), started, observer, timed_out)
         yield m
-        progress(cell, m)
+        observer.on_progress(cell, m)
 
 
 def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequence[Cell]], options: RunOptions,
-                      on_worker: Callable[[dict], None],
-                      progress: Callable[[Cell | None, Measurement | None], None]) -> Iterator[Measurement]:
+                      observer: RunObserver) -> Iterator[Measurement]:
     """One worker group in several environments (`bundle[i]`: its cells in `workers[i]`'s), cell by cell: each
     cell's environments timed in lockstep (lockstep.py), or one after the other when checking only."""
     timed_out: list[dict[tuple[str, ...], str]] = [{} for _ in workers]
@@ -192,7 +182,7 @@ def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequenc
     for sides in sides_of.values():
         results: dict[int, Measurement] = {}
         for side, cell in sides.items():
-            progress(cell, None)
+            observer.on_progress(cell, None)
             left = _left_out(cell, timed_out[side], options)
             if left is not None:
                 results[side] = left
@@ -204,10 +194,10 @@ def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequenc
         else:
             timed = [_run_one(workers[side], sides[side], options) for side in ready]
         for side, (m, wall) in zip(ready, timed):
-            results[side] = _recorded(workers[side], m, wall, started[side], on_worker, timed_out[side])
+            results[side] = _recorded(workers[side], m, wall, started[side], observer, timed_out[side])
         for side in sorted(results):
             yield results[side]
-            progress(sides[side], results[side])
+            observer.on_progress(sides[side], results[side])
 
 
 def _run_one(worker: WorkerProcess, cell: Cell, options: RunOptions) -> tuple[Measurement, float]:
@@ -229,7 +219,7 @@ def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: Run
     return None
 
 
-def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, on_worker: Callable[[dict], None],
+def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, observer: RunObserver,
               timed_out: dict[tuple[str, ...], str]) -> Measurement:
     """A cell's measurement as recorded: the worker's versions, and the cell's own wall time, worker start-up
     excluded (what estimate.py learns from on this machine); a worker started for it is reported first, and a
@@ -237,7 +227,7 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
     if worker.starts != started and worker.info is not None:
         info = worker.info.to_json()
         environment = m.cell.environment
-        on_worker({**info, "environment": environment} if environment != CURRENT else info)
+        observer.on_worker({**info, "environment": environment} if environment != CURRENT else info)
         wall -= worker.info.startup_seconds
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))

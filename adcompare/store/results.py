@@ -20,7 +20,7 @@ import gzip
 import json
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import numpy as np
 from adcompare.model.errors import ResultsFileError, UsageError
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
+from adcompare.model.observer import RunObserver
 from adcompare.store.benchmark_import import load_benchmark_json
 from adcompare.store.output_paths import ensure_folder, refuse_existing
 from adcompare.store.record_validity import record_problem
@@ -204,8 +205,9 @@ def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
     tmp.replace(out)
 
 
-class ResultsWriter:
-    """Appends records as cells finish, flushing each line so a killed run loses nothing finished.
+class ResultsWriter(RunObserver):
+    """Appends records as cells finish, flushing each line so a killed run loses nothing finished; as a run's
+    observer (model/observer.py), each cell's record and each worker's start.
 
     An existing file is refused unless `resume` (append) or `overwrite` (replace); `fresh` names a file this run
     itself just created empty. The writer holds an exclusive lock on the file, so a second run writing the same
@@ -258,8 +260,14 @@ class ResultsWriter:
         self.cells += 1
         self.keys.add(measurement.cell.key)
 
-    def add_worker(self, info: dict[str, Any]) -> None:
+    def add_worker(self, info: Mapping[str, Any]) -> None:
         self._write({"record": "worker", **info})
+
+    def on_cell(self, measurement: Measurement) -> None:
+        self.add(measurement)
+
+    def on_worker(self, info: Mapping[str, Any]) -> None:
+        self.add_worker(info)
 
     def close(self) -> None:
         self._file.close()

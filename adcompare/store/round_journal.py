@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from adcompare.model.measurement import Measurement
+from adcompare.model.observer import RunObserver
 from adcompare.store.results import jsonable
 
 
@@ -50,8 +51,9 @@ def owner(results: str | Path) -> str:
     return f"{provenance.get('date', '')} {(provenance.get('machine') or {}).get('fingerprint', '')}".strip()
 
 
-class RoundJournal:
-    """Appends rounds to `<results>.rounds`; `close(written)` removes it when every cell it names was written."""
+class RoundJournal(RunObserver):
+    """Appends rounds to `<results>.rounds`; `close(written)` removes it when every cell it names was written.
+    As a run's observer (model/observer.py): each round, and --confirm's choice."""
 
     def __init__(self, results: str | Path):
         self.path = journal_path(results)
@@ -71,6 +73,12 @@ class RoundJournal:
         """The cells --confirm will time again (so that a kill before their first confirmation round still says
         the rounds they were to have)."""
         self._write({"confirming": sorted(keys)})
+
+    def on_round(self, measurement: Measurement, planned: int, confirmation: bool) -> None:
+        self.add(measurement, planned, confirmation)
+
+    def on_confirm(self, keys: Collection[str]) -> None:
+        self.choose(keys)
 
     def close(self, written: set[str]) -> None:
         """Closed; removed when every cell it names is among the keys `written` to the results file."""

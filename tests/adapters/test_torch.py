@@ -287,11 +287,12 @@ def test_a_failed_compile_costs_one_cell_not_the_worker():
     from adcompare.model.cell import Cell
     from adcompare.model.timing_policy import TimingPolicy
     from adcompare.run import runner
+    from adcompare.run.session import run_session
     from adcompare.study.plan import Plan
 
     cells = [Cell("rbf_kernel_map", "n10", "vmap_jacfwd", "torch", v, "cpu", "float32") for v in ("compiled", "eager")]
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=3)
-    out = {m.cell: m for m in runner.run(plugins.load(), Plan(tuple(cells), ()),
+    out = {m.cell: m for m in run_session(plugins.load(), Plan(tuple(cells), ()),
                                          runner.RunOptions(timeout=600, threads=1, policy=policy))}
     compiled, eager = out[cells[0]], out[cells[1]]
     if compiled.status is Status.OK:
