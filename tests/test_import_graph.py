@@ -161,3 +161,24 @@ def test_frameworks_are_imported_only_inside_adapter_functions():
              if i.target.split(".")[0] in FRAMEWORKS
              and not (i.in_function and i.module.startswith("adcompare.adapters."))]
     assert found == []
+
+
+def calls_of(function: str) -> set[str]:
+    """The modules of adcompare/, adapters/ and problems/ that call `function` by name (plain or attribute)."""
+    found = set()
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if called == function:
+                    found.add(name)
+    return found
+
+
+def test_measurements_are_finished_in_one_place():
+    """Cross-checking and the expectation labels happen where measurements are made or loaded, through
+    verify/finish.py (the run session labels each record as it is written, too): nothing downstream re-checks or
+    relabels, so a consumer of a session's or a loaded file's measurements holds them finished."""
+    assert calls_of("cross_check") == {"adcompare.verify.finish"}
+    assert calls_of("labelled") == {"adcompare.verify.finish", "adcompare.run.session"}
+    assert calls_of("finished") == {"adcompare.run.session", "adcompare.store.results"}

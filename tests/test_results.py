@@ -223,3 +223,22 @@ def test_a_real_pytest_benchmark_run_at_default_rounds_reports_the_speed_up_of_i
         assert rival.ratio.ratio == pytest.approx(np.median(raw[entry(rival.measurement)]) / fastest, rel=1e-12)
         assert rival.difference.p_value == pytest.approx(
             mannwhitneyu(raw[entry(verdict.fastest)], raw[entry(rival.measurement)]).pvalue, rel=1e-9, abs=1e-300)
+
+
+def test_a_loaded_file_is_finished_once_labelled_by_the_problems_given(tmp_path):
+    """A file written before the labels (a compiled control_loop cell failed, no `expected_failure`) is labelled
+    on load by the registry's problems — the data-dependent loop's reason, from the problem's declaration — and
+    kept as written without them; finishing a finished set changes nothing."""
+    from adcompare.plugin.registry import load as load_registry
+    from adcompare.verify.expectations import expected_reason
+    from adcompare.verify.finish import finished
+
+    problems = load_registry(()).problems
+    cell = Cell("control_loop", "n10", "grad", "jax", "compiled", "cpu", "float32")
+    path = tmp_path / "old.jsonl"
+    with ResultsWriter(path, {"host": "h"}) as w:
+        w.add(Measurement(cell, Status.FAILED, "ConcretizationTypeError: a tracer turned into a bool"))
+    assert expected_reason(load([path]).measurements[0]) is None
+    (labelled_once,) = load([path], problems).measurements
+    assert "data-dependent" in expected_reason(labelled_once)
+    assert finished([labelled_once], problems) == [labelled_once]

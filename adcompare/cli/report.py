@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import importlib.util
 from pathlib import Path
@@ -18,7 +17,6 @@ from adcompare.run.session import Output, run_session
 from adcompare.store.output_paths import ensure_folder, latest_results
 from adcompare.store.results import Results, load
 from adcompare.study.plan import Selection
-from adcompare.verify.expectations import labelled
 
 
 def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path) -> Results:
@@ -32,7 +30,7 @@ def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path
     with watching(plan, 1, show_progress=not args.no_progress) as observers:
         run_session(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads), output=target,
                     observers=observers)
-    return load([path])
+    return load([path], registry.problems)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -48,9 +46,7 @@ def command(args: argparse.Namespace) -> int:
     if args.latest:
         paths = [str(latest_results())]
         out.print(f"reporting {paths[0]}", highlight=False)
-    results = load(paths) if paths else _run_quick_suite(registry, args, out_dir)
-    results = dataclasses.replace(results, measurements=tuple(labelled(m, registry.problems)
-                                                              for m in results.measurements))
+    results = load(paths, registry.problems) if paths else _run_quick_suite(registry, args, out_dir)
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
     index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
     print_findings(results.measurements)

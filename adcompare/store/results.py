@@ -31,10 +31,11 @@ from adcompare.model.errors import ResultsFileError, UsageError
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
 from adcompare.model.observer import RunObserver
+from adcompare.model.problem import Problem
 from adcompare.store.benchmark_import import load_benchmark_json
 from adcompare.store.output_paths import ensure_folder, refuse_existing
 from adcompare.store.record_validity import record_problem
-from adcompare.verify.check import cross_check
+from adcompare.verify.finish import finished
 
 FORMAT = "adcompare-results"
 SCHEMA = 2
@@ -110,8 +111,11 @@ def _header_machine(provenance: dict[str, Any], workers: list[dict[str, Any]]) -
     return Machine.from_json({**provenance, "frameworks": versions})
 
 
-def load(paths: Sequence[str | Path]) -> Results:
-    """Read and merge results files (pytest-benchmark JSON is imported, see benchmark_import), then cross-check."""
+def load(paths: Sequence[str | Path], problems: Mapping[str, Problem] | None = None) -> Results:
+    """Read and merge results files (pytest-benchmark JSON is imported, see benchmark_import), finished once
+    (verify/finish.py): cross-checked across the merged cells, and labelled where they failed as a known
+    limitation of `problems` (the registry's; without them, the labels the records carry are kept — the run
+    wrote each cell's as it finished — and only files from before the label lack one)."""
     provenance, workers, sources, notes = [], [], [], []
     machines: dict[str, Machine] = {}
     by_key: dict[tuple[str, str], Measurement] = {}
@@ -144,7 +148,7 @@ def load(paths: Sequence[str | Path]) -> Results:
                 other = Machine.from_json(rec)
                 machines.setdefault(other.id, other)
     named = dict.fromkeys(m.machine for m in by_key.values())
-    merged = cross_check(list(by_key.values()))  # pairwise/adjoint agreement is derived, never stored
+    merged = finished(list(by_key.values()), problems or {})  # pairwise/adjoint agreement: derived, never stored
     return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes),
                    tuple(machines[i] for i in named if i in machines))
 
