@@ -32,8 +32,8 @@ def main() -> None:
     prov = results.provenance[0]
     entry = {"cells": len(ms), "wall_seconds": round(args.wall if args.wall else recorded, 1),
              "wall_source": "end to end" if args.wall else "sum of cell and start-up times",
-             "machine": f"{prov.get('cpu') or 'unknown CPU'}, {prov.get('cpu_count', '?')} cores",
-             "date": str(prov.get("date", ""))[:10], "results": args.committed or str(args.results)}
+             "machine": f"{prov.cpu or 'unknown CPU'}, {prov.cpu_count or '?'} cores",
+             "date": prov.date[:10], "results": args.committed or str(args.results)}
     table = json.loads(BASELINES.read_text(encoding="utf-8")) if BASELINES.is_file() else {}
     table[args.suite] = entry
     BASELINES.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -31,7 +31,7 @@ def test_benchmark_only_runs_the_matrix_and_its_json_loads(tmp_path):
     for m in results.measurements:
         assert m.status is Status.OK and m.timing.median > 0 and len(m.timing.samples) >= 3
         assert m.timing.compile is not None and m.timing.first_call > 0
-    assert results.provenance[0]["source"].startswith("pytest-benchmark")
+    assert results.provenance[0].source.startswith("pytest-benchmark")
 
 
 def test_plain_pytest_benchmark_records_are_refused(tmp_path):

@@ -161,7 +161,7 @@ def test_a_run_holds_its_environments_shared_until_it_ends(tmp_path, monkeypatch
         assert _held_by_someone(lock_path(path), exclusive=True)  # no reinstall while the run lasts
         assert not _held_by_someone(lock_path(path), exclusive=False)  # other runs may use it too
         assert built["old"].path == built["twin"].path == str(path) and built[twin.name].name == "twin"
-        assert set(session.environments_header(load(()), specs, built)["environments"]) == {"old", "twin"}
+        assert set(session.environments_header(load(()), specs, built)) == {"old", "twin"}
     assert not _held_by_someone(lock_path(path), exclusive=True)
     said: list[str] = []
     assert environments.build(SPEC, say=said.append).installed == {"autograd": "1.8.0"}  # cached: nothing done

@@ -34,11 +34,14 @@ from adcompare.model.cell import Cell
 from adcompare.model.errors import EnvironmentSetupError, UsageError
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
+from adcompare.store.provenance import Provenance
 from adcompare.store.results import Results, load
 from adcompare.study import environments
 from adcompare.study.environment_specs import EnvironmentSpec
 
 PLUGIN = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_slowdown_plugin.py"
+
+BASE_NEW = Provenance.from_json({"environments": {"base": {}, "new": {}}})  # a header naming two --env
 
 
 def _rounds(cpu) -> Timing:
@@ -118,7 +121,7 @@ def _environment_results(base: list[list[float]], cand: list[list[float]]) -> Re
              for k in range(len(base))]
     ms = [Measurement(replace(c, environment=env), Status.OK, timing=_rounds(r))
           for env, side in (("base", base), ("new", cand)) for c, r in zip(cells, side)]
-    return Results(({"environments": {"base": {}, "new": {}}},), tuple(ms))
+    return Results((BASE_NEW,), tuple(ms))
 
 
 def test_environments_of_one_run_are_decided_on_paired_rounds_and_nothing_is_excused():
@@ -308,7 +311,7 @@ def test_a_noisy_class_is_judged_by_its_own_spread_not_by_the_quiet_cells():
         ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=_rounds(base)),
                Measurement(replace(cell, environment="new"), Status.OK,
                            timing=_rounds([b * math.exp(x) for b, x in zip(base, ls)]))]
-    rows = [p.timing for p in pair_environments(Results(({"environments": {"base": {}, "new": {}}},), tuple(ms)),
+    rows = [p.timing for p in pair_environments(Results((BASE_NEW,), tuple(ms)),
                                                 threshold=0.10)]
     (noise,) = paired_noises(rows)
     assert noise.classes["jax compiled"] > 5 * noise.classes["torch eager"]
@@ -343,7 +346,7 @@ def test_a_cell_whose_blocks_wander_more_than_its_class_is_judged_with_that_much
         base, cand = _lockstep(logs, wander)
         ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=base),
                Measurement(replace(cell, environment="new"), Status.OK, timing=cand)]
-    rows = [p.timing for p in pair_environments(Results(({"environments": {"base": {}, "new": {}}},), tuple(ms)),
+    rows = [p.timing for p in pair_environments(Results((BASE_NEW,), tuple(ms)),
                                                 threshold=0.10)]
     (noise,) = paired_noises(rows)
     by_size = {r.cell.size: r for r in rows}
@@ -393,7 +396,7 @@ def _confirmed_results(specs: list[tuple[list[float], list[float]]], wander: flo
         details = {"confirmation_rounds": len(confirming)} if confirming else {}
         ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=base, details=details),
                Measurement(replace(cell, environment="new"), Status.OK, timing=cand, details=details)]
-    return Results(({"environments": {"base": {}, "new": {}}},), tuple(ms))
+    return Results((BASE_NEW,), tuple(ms))
 
 
 def test_a_flagged_cell_counts_only_when_its_confirmation_rounds_alone_flag_it_too():
@@ -500,7 +503,7 @@ def test_a_confirmation_is_judged_with_the_first_rounds_block_spread():
             details = {"confirmation_rounds": 3}
         ms += [Measurement(replace(cell, environment="base"), Status.OK, timing=base, details=details),
                Measurement(replace(cell, environment="new"), Status.OK, timing=cand, details=details)]
-    rows = [p.timing for p in pair_environments(Results(({"environments": {"base": {}, "new": {}}},), tuple(ms)),
+    rows = [p.timing for p in pair_environments(Results((BASE_NEW,), tuple(ms)),
                                                 threshold=0.10)]
     (row,) = [r for r in rows if r.difference.confirmation is not None]
     (noise,) = paired_noises(rows)

@@ -19,6 +19,7 @@ from adcompare import report
 from adcompare.analysis import compile_cost, sizes
 from adcompare.model.measurement import Timing
 from adcompare.store import results
+from adcompare.store.provenance import Provenance
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 XSS = "<script>alert(1)</script>"
@@ -292,7 +293,7 @@ def test_expected_failures_are_labelled_in_the_failures_table_the_matrix_and_the
                            "a new bug")
     ms = tuple(labelled(m, problems) for m in (known, surprise))
     assert "data-dependent" in ms[0].details["expected_failure"] and "expected_failure" not in ms[1].details
-    html = build(Results(({"host": "h", "machine": {"fingerprint": "f"}},), ms, sources=("x",)), tmp_path).read_text()
+    html = build(Results((Provenance.from_json({"host": "h"}),), ms, sources=("x",)), tmp_path).read_text()
     assert html.count('class="chip expected"') == 1 and "failed (expected) ×1" in html
     csv_rows = (tmp_path / "results.csv").read_text().splitlines()
     assert "expected" in csv_rows[0].split(",") and "data-dependent" in next(r for r in csv_rows if "control_loop" in r)

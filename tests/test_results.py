@@ -242,3 +242,28 @@ def test_a_loaded_file_is_finished_once_labelled_by_the_problems_given(tmp_path)
     (labelled_once,) = load([path], problems).measurements
     assert "data-dependent" in expected_reason(labelled_once)
     assert finished([labelled_once], problems) == [labelled_once]
+
+
+def test_provenance_is_typed_and_round_trips_the_header_it_was_read_from(tmp_path):
+    """A run's header, written by the writer and loaded back, is the same `Provenance`; its JSON keeps the keys in
+    the order adcompare has always written them; keys it does not know (another producer's, a newer writer's)
+    survive the round trip, and a schema-1 header (no machine) gets one from its host and workers."""
+    from adcompare.model.fingerprint import this_machine
+    from adcompare.store.provenance import EnvironmentRecord, Provenance, collect
+
+    made = collect(2, this_machine(["numpy"]))
+    assert list(made.to_json()) == ["adcompare", "git_commit", "date", "host", "platform", "python", "numpy", "cpu",
+                                    "gpu", "machine", "cpu_count", "threads", "thread_policy"]
+    with_env = Provenance.from_json({**made.to_json(), "environments": {"old": {"requirements": ["autograd==1.8.0"],
+                                                                                 "python": "/x/python"}},
+                                     "newer_key": [1, 2]})
+    assert with_env.environments == {"old": EnvironmentRecord(requirements=("autograd==1.8.0",), python="/x/python")}
+    assert with_env.extra == {"newer_key": [1, 2]}
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path, with_env) as w:
+        w.add(_m())
+    (loaded,) = load([path]).provenance
+    assert loaded == with_env and loaded.machine.id == made.machine.id
+    assert json.loads(path.read_text().splitlines()[0])["provenance"] == with_env.to_json()
+    old = Provenance.from_json({"host": "h", "cpu": "c"}, [{"versions": {"jax": "0.4.30"}}])
+    assert (old.machine.host, old.machine.frameworks) == ("h", (("jax", "0.4.30"),))

@@ -22,6 +22,7 @@ from adcompare.analysis.sizes import sort_key
 from adcompare.analysis.summary import operator_order, sample_key, timed
 from adcompare.model.measurement import Measurement
 from adcompare.model.operators import data_parallel
+from adcompare.store.provenance import Provenance
 
 FORMULA = "T(1) ÷ (D · T(D)): 1 is a perfect split of the batch, 1/D no gain over one device"
 HOST_DEVICES = "cpu"  # the device kind whose D > 1 devices are emulated on one machine's cores
@@ -111,11 +112,10 @@ def _order(s: DeviceSeries) -> tuple:
             c.environment, c.adapter, c.variant)
 
 
-def cores_by_machine(provenance: Sequence[Mapping]) -> dict[str, int]:
+def cores_by_machine(provenance: Sequence[Provenance]) -> dict[str, int]:
     """CPU cores per machine fingerprint, from the results files' headers."""
     out = {}
     for prov in provenance:
-        fingerprint = (prov.get("machine") or {}).get("fingerprint")
-        if fingerprint and prov.get("cpu_count"):
-            out[fingerprint] = int(prov["cpu_count"])
+        if prov.cpu_count:
+            out[prov.machine.id] = prov.cpu_count
     return out

@@ -73,7 +73,7 @@ class EnvironmentPair:
 def environment_order(results: Results, named: Sequence[str] = ()) -> list[str]:
     """Environments in the order the run named them (`--env`: `named`, or the files' headers), then any others in
     order of appearance."""
-    named = [*named, *(n for prov in results.provenance for n in (prov.get("environments") or {}))]
+    named = [*named, *(n for prov in results.provenance for n in prov.environments)]
     return list(dict.fromkeys([*named, *(m.cell.environment for m in results.measurements)]))
 
 

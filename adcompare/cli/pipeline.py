@@ -44,7 +44,7 @@ def machine(registry: Registry) -> Machine:
     return this_machine(distributions(registry))
 
 
-def run_provenance(registry: Registry, threads: int) -> dict:
+def run_provenance(registry: Registry, threads: int) -> provenance.Provenance:
     """This run's header, with the machine fingerprint its records carry."""
     return provenance.collect(threads, machine(registry))
 

@@ -131,7 +131,7 @@ def command(args: argparse.Namespace) -> int:
     confirm = confirmation(args)
     output, fresh = _settle_output(args)
     recovered = _recovered(output) if args.resume else []
-    st = _study(registry, plan, args, output, header["machine"]["fingerprint"],
+    st = _study(registry, plan, args, output, header.machine.id,
                 frozenset(m.cell.key for m in recovered))
     options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
                          budget=args.max_time or "", rounds=args.rounds, confirm=confirm)

@@ -49,11 +49,10 @@ def sections(results: Results, seconds: Callable[[float | None], str]) -> list[t
                    "bootstrap interval the rankings use. Derivative values: the two cells' seeded projections "
                    "agree within the cell's tolerance. Rerun one with <code>adcompare compare "
                    "results.jsonl</code>.</p>").format(pairs[0].baseline.cell.environment if pairs else "–")
-    defined = {name: env for prov in results.provenance for name, env in (prov.get("environments") or {}).items()}
+    defined = {name: env for prov in results.provenance for name, env in prov.environments.items()}
     if defined:
         intro += Markup("<ul>{}</ul>").format(Markup("").join(
-            Markup("<li><b>{}</b>: <code>{}</code> ({})</li>").format(name, " ".join(env.get("requirements") or ()),
-                                                                      env.get("python", ""))
+            Markup("<li><b>{}</b>: <code>{}</code> ({})</li>").format(name, " ".join(env.requirements), env.python)
             for name, env in defined.items()))
     table = Markup('<table class="data"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>').format(
         Markup("").join(Markup("<th>{}</th>").format(h) for h in head),

@@ -38,6 +38,7 @@ from adcompare.model.support import Support
 from adcompare.model.units import seconds
 from adcompare.report import across_devices, cells_table, environments_section, figures, heatmap
 from adcompare.report.svgchart import Chart, Palette
+from adcompare.store.provenance import Provenance
 from adcompare.store.results import Results
 from adcompare.verify.expectations import expected_reason, expected_reproducer
 
@@ -86,14 +87,15 @@ class Timings:
 
 def _provenance(results: Results) -> list[list[tuple[str, str]]]:
     """One block per machine fingerprint (four files from one host are one machine), naming its files."""
-    by_machine: dict[str, list[tuple[dict[str, Any], str]]] = defaultdict(list)
-    for prov, source in zip(results.provenance, results.sources):
-        by_machine[prov["machine"]["fingerprint"]].append((prov, source))
+    by_machine: dict[str, list[tuple[Provenance, str]]] = defaultdict(list)
+    for provenance, source in zip(results.provenance, results.sources):
+        by_machine[provenance.machine.id].append((provenance, source))
     machines = []
     for fingerprint, members in by_machine.items():
-        prov = {k: v for k, v in members[0][0].items() if k != "machine"}
+        first = members[0][0]
+        prov = {k: v for k, v in first.to_json().items() if k != "machine"}  # every field, shown by name
         prov["fingerprint"] = fingerprint
-        prov["frameworks"] = members[0][0]["machine"].get("frameworks") or None
+        prov["frameworks"] = dict(first.machine.frameworks) or None
         prov["files"] = ", ".join(source for _, source in members)
         keys = [k for k in PROVENANCE_ORDER if k in prov] + sorted(k for k in prov if k not in PROVENANCE_ORDER)
         machines.append([(k, _flat(prov[k])) for k in keys if prov[k] not in (None, "")])

@@ -30,6 +30,7 @@ from adcompare.model.measurement import Measurement
 from adcompare.model.observer import RunObserver
 from adcompare.plugin.registry import Registry
 from adcompare.run import runner
+from adcompare.store.provenance import EnvironmentRecord, Provenance
 from adcompare.store.results import ResultsWriter
 from adcompare.store.round_journal import RoundJournal
 from adcompare.study import environments
@@ -45,7 +46,7 @@ class Output:
     (`resume`: append; `overwrite`: replace; `fresh`: this run itself just created it empty)."""
 
     path: Path
-    provenance: Mapping[str, Any]
+    provenance: Provenance
     resume: bool = False
     overwrite: bool = False
     fresh: bool = False
@@ -85,7 +86,8 @@ def _run(registry: Registry, plan: Plan, options: runner.RunOptions, output: Out
         machines: dict[str, Machine] = {}
         own_machine = ""
         if output is not None:
-            provenance = {**output.provenance, **environments_header(registry, specs, built)}
+            provenance = dataclasses.replace(output.provenance, environments=environments_header(registry, specs,
+                                                                                                   built))
             writer = stack.enter_context(ResultsWriter(output.path, provenance, resume=output.resume,
                                                        overwrite=output.overwrite, fresh=output.fresh))
             writer_of.append(writer)
@@ -108,15 +110,16 @@ def _run(registry: Registry, plan: Plan, options: runner.RunOptions, output: Out
 
 
 def environments_header(registry: Registry, specs: Sequence[EnvironmentSpec],
-                         built: Mapping[str, environments.Environment]) -> dict[str, Any]:
+                        built: Mapping[str, environments.Environment]) -> dict[str, EnvironmentRecord]:
     """The header's `environments`: each --env's requirements, interpreter and installed versions, with the
     fingerprint of the machine its cells carry."""
     if not specs:
         return {}
     host = this_machine(())
-    return {"environments": {s.name: {**built[s.name].to_json(),
-                                      "machine": built[s.name].machine(host, distributions(registry)).to_json()}
-                             for s in specs}}
+    return {s.name: EnvironmentRecord(requirements=tuple(built[s.name].requirements), python=built[s.name].python,
+                                      path=built[s.name].path, installed=dict(built[s.name].installed),
+                                      machine=built[s.name].machine(host, distributions(registry)))
+            for s in specs}
 
 
 @contextmanager

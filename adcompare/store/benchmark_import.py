@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.model.status import Status
+from adcompare.store.provenance import Provenance
 from adcompare.store.timing_validity import timing_problem
 
 REQUIRED = ("adcompare_cell", "status", "first_call", "compile")
 
 
-def load_benchmark_json(path: Path) -> tuple[dict[str, Any], list[Measurement]]:
+def load_benchmark_json(path: Path) -> tuple[Provenance, list[Measurement]]:
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -29,12 +29,12 @@ def load_benchmark_json(path: Path) -> tuple[dict[str, Any], list[Measurement]]:
     if not isinstance(data, dict) or "benchmarks" not in data or "machine_info" not in data:
         raise ResultsFileError(f"{str(path)!r} is neither adcompare results (.jsonl) nor pytest-benchmark JSON")
     machine, commit = data.get("machine_info", {}), data.get("commit_info", {})
-    provenance = {
+    provenance = Provenance.from_json({
         "source": "pytest-benchmark (in-process)", "host": machine.get("node"), "python": machine.get("python_version"),
         "cpu": (machine.get("cpu") or {}).get("brand_raw"), "cpu_count": (machine.get("cpu") or {}).get("count"),
         "platform": machine.get("system"), "date": data.get("datetime"), "git_commit": commit.get("id"),
         "pytest_benchmark": data.get("version"),
-    }
+    })
     measurements = []
     for bench in data["benchmarks"]:
         extra = bench.get("extra_info") or {}

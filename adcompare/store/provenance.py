@@ -1,4 +1,10 @@
-"""Where and how a run happened: versions, CPU/GPU, thread policy, commit, date. Written in the results header."""
+"""Where and how a run happened: versions, CPU/GPU, thread policy, commit, date. Written in the results header.
+
+`Provenance` is the header's typed value: made once (`collect`), written by the results writer (`to_json`), read
+back by `load` (`from_json`, which also reads schema-1 headers and pytest-benchmark's machine info), and read by
+attribute everywhere else. Keys a newer adcompare writes, or another producer's, are kept in `extra` for the
+report's machine table and for round trips.
+"""
 from __future__ import annotations
 
 import datetime
@@ -6,6 +12,8 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +34,107 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def collect(threads: int, machine: Machine) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EnvironmentRecord:
+    """One `run --env` environment as the header names it: its requirements, interpreter, where it lives, what it
+    had installed, and the fingerprint its cells carry."""
+
+    requirements: tuple[str, ...] = ()
+    python: str = ""
+    path: str = ""
+    installed: Mapping[str, str] = field(default_factory=dict)
+    machine: Machine | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"python": self.python, "requirements": list(self.requirements), "path": self.path,
+                               "installed": dict(self.installed)}
+        return {**out, "machine": self.machine.to_json()} if self.machine else out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EnvironmentRecord:
+        machine = data.get("machine")
+        return cls(requirements=tuple(data.get("requirements") or ()), python=str(data.get("python") or ""),
+                   path=str(data.get("path") or ""), installed=dict(data.get("installed") or {}),
+                   machine=Machine.from_json(machine) if isinstance(machine, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """A results file's header: the machine every record of its run carries, and how the run was made."""
+
+    adcompare: str = ""
+    git_commit: str | None = None
+    date: str = ""
+    host: str = ""
+    platform: str = ""
+    python: str = ""
+    numpy: str = ""
+    cpu: str = ""
+    gpu: str = ""
+    machine: Machine = field(default_factory=lambda: Machine(host="", cpu=""))
+    cpu_count: int | None = None
+    threads: int | None = None
+    thread_policy: str = ""
+    source: str = ""  # a producer other than `adcompare run` (pytest-benchmark's JSON)
+    environments: Mapping[str, EnvironmentRecord] = field(default_factory=dict)  # run --env, in the order named
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this adcompare does not know
+
+    def to_json(self) -> dict[str, Any]:
+        """The header's "provenance", keys in the order adcompare has always written them; an absent `source`,
+        `environments` or extra key is left out, as before."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "machine":
+                out["machine"] = value.to_json()
+            elif f.name == "environments":
+                if value:
+                    out["environments"] = {name: env.to_json() for name, env in value.items()}
+            elif f.name == "extra":
+                out.update(value)
+            elif f.name != "source" or value:
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], workers: Iterable[Mapping[str, Any]] = ()) -> Provenance:
+        """A header's provenance; a schema-1 header has no machine, rebuilt from its host, CPU and GPU and the
+        framework versions its workers loaded (`workers`)."""
+        known = {f.name for f in fields(cls)}
+        if isinstance(data.get("machine"), Mapping):
+            machine = Machine.from_json(data["machine"])
+        else:
+            versions = {k: v for w in workers for k, v in (w.get("versions") or {}).items()}
+            machine = Machine.from_json({**data, "frameworks": versions})
+        count, threads = data.get("cpu_count"), data.get("threads")
+        return cls(
+            machine=machine, adcompare=str(data.get("adcompare") or ""), git_commit=data.get("git_commit"),
+            date=str(data.get("date") or ""), host=str(data.get("host") or ""),
+            platform=str(data.get("platform") or ""), python=str(data.get("python") or ""),
+            numpy=str(data.get("numpy") or ""), cpu=str(data.get("cpu") or ""), gpu=str(data.get("gpu") or ""),
+            cpu_count=int(count) if isinstance(count, (int, float)) else None,
+            threads=int(threads) if isinstance(threads, (int, float)) else None,
+            thread_policy=str(data.get("thread_policy") or ""), source=str(data.get("source") or ""),
+            environments={str(name): EnvironmentRecord.from_json(env)
+                          for name, env in (data.get("environments") or {}).items() if isinstance(env, Mapping)},
+            extra={k: v for k, v in data.items() if k not in known})
+
+
+def collect(threads: int, machine: Machine) -> Provenance:
     """The results header's provenance; `machine` is the fingerprint every record of this run carries."""
-    return {
-        "adcompare": __version__,
-        "git_commit": git_commit(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": machine.host,
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "cpu": machine.cpu,
-        "gpu": machine.gpu,
-        "machine": machine.to_json(),
-        "cpu_count": os.cpu_count(),
-        "threads": threads,
-        "thread_policy": f"{threads} thread(s) per framework: OMP/MKL/OpenBLAS env vars at worker start, "
-                         f"plus each framework's own setting",
-    }
+    return Provenance(
+        machine=machine,
+        adcompare=__version__,
+        git_commit=git_commit(),
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        host=machine.host,
+        platform=platform.platform(),
+        python=sys.version.split()[0],
+        numpy=np.__version__,
+        cpu=machine.cpu,
+        gpu=machine.gpu,
+        cpu_count=os.cpu_count(),
+        threads=threads,
+        thread_policy=f"{threads} thread(s) per framework: OMP/MKL/OpenBLAS env vars at worker start, "
+                      f"plus each framework's own setting",
+    )

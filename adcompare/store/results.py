@@ -34,6 +34,7 @@ from adcompare.model.observer import RunObserver
 from adcompare.model.problem import Problem
 from adcompare.store.benchmark_import import load_benchmark_json
 from adcompare.store.output_paths import ensure_folder, refuse_existing
+from adcompare.store.provenance import Provenance
 from adcompare.store.record_validity import record_problem
 from adcompare.verify.finish import finished
 
@@ -46,7 +47,7 @@ class Results:
     """Loaded results, possibly merged from several files. Later files win on an equal (machine, cell key); the
     same cell measured on two machines stays two measurements."""
 
-    provenance: tuple[dict[str, Any], ...]
+    provenance: tuple[Provenance, ...]  # each file's header, in the order loaded
     measurements: tuple[Measurement, ...]
     workers: tuple[dict[str, Any], ...] = ()
     sources: tuple[str, ...] = ()
@@ -57,8 +58,8 @@ class Results:
         return next((m for m in self.machines if m.id == fingerprint), None)
 
 
-def header(provenance: dict[str, Any]) -> dict[str, Any]:
-    return {"format": FORMAT, "schema": SCHEMA, "provenance": provenance}
+def header(provenance: Provenance) -> dict[str, Any]:
+    return {"format": FORMAT, "schema": SCHEMA, "provenance": provenance.to_json()}
 
 
 def _read_lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
@@ -103,28 +104,21 @@ def _read_numbered(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str
     return head, records, notes
 
 
-def _header_machine(provenance: dict[str, Any], workers: list[dict[str, Any]]) -> Machine:
-    """A file's own machine: from the header (schema 2), or rebuilt from a schema-1 header and its workers."""
-    if isinstance(provenance.get("machine"), dict):
-        return Machine.from_json(provenance["machine"])
-    versions = {k: v for w in workers for k, v in (w.get("versions") or {}).items()}
-    return Machine.from_json({**provenance, "frameworks": versions})
-
-
 def load(paths: Sequence[str | Path], problems: Mapping[str, Problem] | None = None) -> Results:
     """Read and merge results files (pytest-benchmark JSON is imported, see benchmark_import), finished once
     (verify/finish.py): cross-checked across the merged cells, and labelled where they failed as a known
     limitation of `problems` (the registry's; without them, the labels the records carry are kept — the run
     wrote each cell's as it finished — and only files from before the label lack one)."""
-    provenance, workers, sources, notes = [], [], [], []
+    provenance: list[Provenance] = []
+    workers, sources, notes = [], [], []
     machines: dict[str, Machine] = {}
     by_key: dict[tuple[str, str], Measurement] = {}
     for p in map(Path, paths):
         if p.suffix == ".json":
             prov, measurements = load_benchmark_json(p)
-            own = _header_machine(prov, [])
+            own = prov.machine
             machines.setdefault(own.id, own)
-            provenance.append({**prov, "machine": own.to_json()})
+            provenance.append(prov)
             by_key.update((m.merge_key, m) for m in (replace(m, machine=own.id) for m in measurements))
             sources.append(str(p))
             continue
@@ -132,9 +126,10 @@ def load(paths: Sequence[str | Path], problems: Mapping[str, Problem] | None = N
         notes += file_notes
         records = [r for _, r in numbered]
         file_workers = [r for r in records if r.get("record") == "worker"]
-        own = _header_machine(head["provenance"], file_workers)
+        header_read = Provenance.from_json(head["provenance"], file_workers)
+        own = header_read.machine
         machines.setdefault(own.id, own)
-        provenance.append({**head["provenance"], "machine": own.to_json()})
+        provenance.append(header_read)
         sources.append(str(p))
         workers += file_workers
         for number, rec in numbered:
@@ -198,7 +193,7 @@ def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
     with tmp.open("w") as f:
         for i, path in enumerate(map(Path, paths)):
             head, records, _ = _read_lines(path)
-            own = _header_machine(head["provenance"], [r for r in records if r.get("record") == "worker"])
+            own = Provenance.from_json(head["provenance"], [r for r in records if r.get("record") == "worker"]).machine
             if i == 0:
                 f.write(json.dumps(head) + "\n")
             f.write(json.dumps({"record": "machine", **own.to_json()}) + "\n")
@@ -217,13 +212,15 @@ class ResultsWriter(RunObserver):
     itself just created empty. The writer holds an exclusive lock on the file, so a second run writing the same
     file is refused instead of interleaving its lines."""
 
-    def __init__(self, path: str | Path, provenance: dict[str, Any], *, resume: bool = False,
+    def __init__(self, path: str | Path, provenance: Provenance | Mapping[str, Any], *, resume: bool = False,
                  overwrite: bool = False, fresh: bool = False):
         self.path = Path(path)
         ensure_folder(self.path.parent)
         if not fresh:
             refuse_existing(self.path, resume=resume, overwrite=overwrite)
-        self.machine = Machine.from_json(provenance.get("machine") or provenance)
+        if not isinstance(provenance, Provenance):  # a header as JSON (a test's, a benchmark's fixture)
+            provenance = Provenance.from_json(provenance)
+        self.machine = provenance.machine
         self.cells = 0  # cells this writer added: what an interrupted run kept
         self.keys: set[str] = set()  # and their keys
         try:

@@ -20,6 +20,7 @@ from typing import Any
 
 from adcompare.model.measurement import Measurement
 from adcompare.model.observer import RunObserver
+from adcompare.store.provenance import Provenance
 from adcompare.store.results import jsonable
 
 
@@ -47,8 +48,10 @@ def owner(results: str | Path) -> str:
             head = json.loads(f.readline() or "{}")
     except (OSError, json.JSONDecodeError):
         return ""
-    provenance = head.get("provenance") or {}
-    return f"{provenance.get('date', '')} {(provenance.get('machine') or {}).get('fingerprint', '')}".strip()
+    if not isinstance(head.get("provenance"), dict):
+        return ""
+    provenance = Provenance.from_json(head["provenance"])
+    return f"{provenance.date} {provenance.machine.id}".strip()
 
 
 class RoundJournal(RunObserver):

@@ -79,7 +79,7 @@ class History:
         cells = {m.cell.key: float(m.details["wall_seconds"]) for m in results.measurements
                  if m.machine == machine and isinstance(m.details.get("wall_seconds"), (int, float))}
         # Worker records name no machine: trust their start-ups only when every file came from this machine.
-        own = all((p.get("machine") or {}).get("fingerprint") == machine for p in results.provenance)
+        own = all(p.machine.id == machine for p in results.provenance)
         startups = {}
         if own:
             for w in results.workers:
