@@ -80,3 +80,28 @@ def test_an_unlabelled_framework_bug_is_judged_by_the_versions_its_worker_loaded
     affected, fixed = heatmap._glyph(ba("0.10.2")), heatmap._glyph(ba("0.10.1"))
     assert affected[0] == "⊘" and "YNNPACK" in affected[2]
     assert fixed[0] == "✗" and fixed[2] == "mismatch: error 1.00e+00"
+
+
+def _pmap(adapter, devices, seconds=None, status=Status.OK, device="cuda"):
+    timing = Timing(tuple(seconds * (1 + k / 100) for k in range(9)), 1, seconds) if seconds else None
+    return Measurement(Cell("mlp_loss", "B16-h16", "pmap_grad", adapter, "compiled", device, "float32",
+                            devices=devices), status, "" if status is Status.OK else "needs 2 devices, 1 present",
+                       "native", "", timing, machine="m1")
+
+
+def test_a_data_parallel_row_shows_the_largest_device_count_timed():
+    """One GPU: D = 2 and 4 are unsupported, D = 1 is timed — the row shows the D = 1 cells (it read "–" in every
+    column when it took the largest device count run)."""
+    gpu = [_pmap(a, d, s if d == 1 else None, Status.OK if d == 1 else Status.UNSUPPORTED)
+           for d in (1, 2, 4) for a, s in (("jax", 1e-4), ("torch", 3e-4))]
+    h = heatmap.build("cuda · float32", gpu, Bootstrap())
+    assert h.rows == ("mlp_loss · pmap_grad (B16-h16)",)
+    tiles = {h.columns[j]: t.text for (i, j), t in h.tiles.items()}
+    assert tiles == {"jax · compiled": "1", "torch · compiled": "3"}
+    # Emulated CPU devices, all timed: the row is D = 4's, each ratio to the fastest D = 4 cell, not to a D = 1 one.
+    cpu = [_pmap(a, d, s * d, device="cpu") for d in (1, 2, 4) for a, s in (("jax", 1e-4), ("torch", 2e-4))]
+    h = heatmap.build("cpu · float32", cpu, Bootstrap())
+    assert h.rows == ("mlp_loss · pmap_grad (B16-h16 · D = 4)",)
+    tiles = {h.columns[j]: t for (i, j), t in h.tiles.items()}
+    assert tiles["jax · compiled"].text == "1" and "fastest" in tiles["jax · compiled"].hover
+    assert tiles["torch · compiled"].text == "2" and "median 832 µs" in tiles["torch · compiled"].hover

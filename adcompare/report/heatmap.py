@@ -95,7 +95,9 @@ def _said(m: Measurement) -> str:
 
 
 def _largest(cells: Sequence[Measurement]) -> list[Measurement]:
-    """The cells of each problem · operator at its largest size timed (largest size run, when none was timed)."""
+    """The cells of each problem · operator at its largest size timed (largest size run, when none was timed),
+    and of a data-parallel operator at the largest device count timed there: a row holds one device count, so
+    on one GPU, where D > 1 is unsupported, the row shows the D = 1 cells rather than a row of "–"."""
     by_row: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     for m in cells:
         by_row[(m.cell.problem, m.cell.operator)].append(m)
@@ -103,8 +105,16 @@ def _largest(cells: Sequence[Measurement]) -> list[Measurement]:
     for members in by_row.values():
         pool = [m for m in members if timed(m)] or members
         size = max((m.cell.size for m in pool), key=sizes.sort_key)
-        out += [m for m in members if m.cell.size == size]
+        at_size = [m for m in members if m.cell.size == size]
+        devices = max(m.cell.devices for m in [m for m in at_size if timed(m)] or at_size)
+        out += [m for m in at_size if m.cell.devices == devices]
     return out
+
+
+def _row_label(problem: str, operator: str, chosen: Sequence[Measurement]) -> str:
+    """`problem · operator (size)`, with the device count when the row's cells split across several devices."""
+    m = next(m for m in chosen if (m.cell.problem, m.cell.operator) == (problem, operator))
+    return f"{problem} · {operator} ({m.cell.size}{f' · D = {m.cell.devices}' if m.cell.devices != 1 else ''})"
 
 
 def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: str = "") -> Heatmap | None:
@@ -124,8 +134,7 @@ def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: st
     top = _top(ratios)
     if len(rows) * len(columns) > MAX_TILES:
         return _aggregated(title, chosen, columns, fastest, top, machine)
-    labels = tuple(f"{p} · {op} ({next(m.cell.size for m in chosen if (m.cell.problem, m.cell.operator) == (p, op))})"
-                   for p, op in rows)
+    labels = tuple(_row_label(p, op, chosen) for p, op in rows)
     row_index = {r: i for i, r in enumerate(rows)}
     col_index = {c: j for j, c in enumerate(columns)}
     tiles = {(row_index[(m.cell.problem, m.cell.operator)], col_index[entry(m)]):
