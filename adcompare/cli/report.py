@@ -63,7 +63,7 @@ def command(args: argparse.Namespace) -> int:
     results = dataclasses.replace(results, measurements=tuple(labelled(m, registry.problems)
                                                               for m in results.measurements))
     sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
-    index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
+    index = build(results, out_dir, sections=sections, figures_dir=Path(args.figures) if args.figures else None)
     print_findings(results.measurements)
     if args.figures:
         out.print(f"figures (PDF, PNG): {args.figures}")
