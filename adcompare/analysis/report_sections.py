@@ -80,7 +80,7 @@ class OverviewData:
 
 @dataclass(frozen=True)
 class FindingsData:
-    findings: tuple[findings.Finding, ...]
+    findings: tuple[findings.Finding | findings.ParallelFinding, ...]
     rule: str
 
 
@@ -219,7 +219,7 @@ def _gradbench_views(ms: Sequence[Measurement], machine_label: Callable[[Measure
     return tuple(out)
 
 
-def _device_blocks(found: Sequence[device_series.DeviceSeries], machine_label: Callable[[Measurement], str]
+def device_blocks(found: Sequence[device_series.DeviceSeries], machine_label: Callable[[Measurement], str]
                    ) -> tuple[DeviceBlock, ...]:
     grouped: dict[tuple[str, ...], list[device_series.DeviceSeries]] = defaultdict(list)
     for s in found:
@@ -311,7 +311,7 @@ def sections(results: Results) -> list[Section]:
                                               and machine_label(k.compiled) == machine])
         if (plot := plots.compile_scatter(title, items)) is not None:
             compiling.append(plot)
-    blocks = _device_blocks(device_series.series(ms, cores, boot), machine_label)
+    blocks = device_blocks(device_series.series(ms, cores, boot), machine_label)
 
     columns = cell_rows.columns_for(ms)
     table = CellTable(tuple(columns), tuple(tuple(row) for row in cell_rows.rows(ms, relative_costs, columns)))

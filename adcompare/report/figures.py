@@ -11,7 +11,18 @@ from adcompare.analysis.plots import LegendEntry, Line, Plot, PlotPanel
 from adcompare.model.measurement import Measurement
 from adcompare.model.support import Support
 from adcompare.model.units import seconds
-from adcompare.report.svgchart import MARKERS, PANEL_H, PANEL_W, Chart, LegendItem, Palette, Panel, Series, Style
+from adcompare.report.svgchart import (
+    MARKERS,
+    PANEL_H,
+    PANEL_W,
+    Chart,
+    LegendItem,
+    Palette,
+    Panel,
+    Series,
+    Style,
+    compact,
+)
 
 # Line dashes by what the variant is, as its measurement records it (Measurement.compiled): compiled code solid
 # (or nearly), eager code dashed. The adapter's second variant of one kind (TensorFlow's `graph` beside `compiled`,
@@ -46,9 +57,9 @@ def _legend_item(palette: Palette, item: LegendEntry) -> LegendItem:
 
 
 def _panel(palette: Palette, p: PlotPanel) -> Panel:
-    formats = {**({"xformat": seconds} if p.x_seconds else {}), **({"yformat": seconds} if p.y_seconds else {})}
     return Panel(p.title, [_series(palette, line) for line in p.lines], xlabel=p.xlabel, ylabel=p.ylabel,
-                 xlog=p.xlog, xcategories=p.xcategories, hlines=p.hlines, hband=p.hband, guides=p.guides, **formats)
+                 xlog=p.xlog, xformat=seconds if p.x_seconds else compact, yformat=seconds if p.y_seconds else compact,
+                 xcategories=p.xcategories, hlines=p.hlines, hband=p.hband, guides=p.guides)
 
 
 def chart(palette: Palette, plot: Plot) -> Chart:
