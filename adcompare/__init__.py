@@ -20,6 +20,7 @@ from adcompare.plugin.adapter import (
     derived_namespace,
 )
 from adcompare.plugin.hookspecs import hookimpl
+from adcompare.plugin.report_section import Section
 
 try:
     from importlib.metadata import version as _version
@@ -29,7 +30,7 @@ except Exception:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 __all__ = [
-    "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Shapes",
-    "Support",
+    "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Section",
+    "Shapes", "Support",
     "derived_namespace", "fold", "grad", "grid", "hookimpl", "problem", "__version__",
 ]

@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from adcompare.analysis.across_devices import cores_by_machine, series
 from adcompare.analysis.bootstrap import MIN_SAMPLES, Bootstrap
 from adcompare.analysis.findings import CONFIRMED, CONTRADICTED, NOT_MEASURABLE, NOT_MEASURED, claims, findings, top
+from adcompare.analysis.report_sections import device_blocks
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
-from adcompare.report import build
-from adcompare.report.across_devices import blocks
+from adcompare.report import build, figures
 from adcompare.report.svgchart import Palette
 from adcompare.store import results
 
@@ -86,9 +86,9 @@ def test_series_group_by_key_and_leave_out_single_device_counts(loaded):
 
 def test_one_chart_per_problem_device_dtype_with_a_point_per_device_count(loaded):
     found = series(loaded.measurements)
-    made = blocks(found, Palette(), lambda m: "")
+    made = device_blocks(found, lambda m: "")
     assert [b.title for b in made] == ["mlp_loss · cpu · float32"]
-    chart = made[0].chart
+    chart = figures.chart(Palette(), made[0].plot)
     assert [p.title for p in chart.panels] == ["pmap_grad B16-h16"]
     assert sorted(len(s.points) for s in chart.panels[0].series) == [3, 3]
     assert "<svg" in chart.svg and "D = 4" in chart.svg

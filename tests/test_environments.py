@@ -194,10 +194,10 @@ def test_report_shows_the_environment_dimension(release_run, tmp_path):
 
 
 def test_one_environment_keeps_the_table_it_had(release_run):
-    from adcompare.report import cells_table
+    from adcompare.analysis import cell_rows
 
     old = [m for m in load([release_run]).measurements if m.cell.environment == "old"]
-    assert cells_table.columns_for(old) == cells_table.COLUMNS
+    assert cell_rows.columns_for(old) == cell_rows.COLUMNS
 
 
 def test_installer_errors_become_one_line():

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adcompare.analysis import gradbench
+from adcompare.analysis import gradbench, ratio_grid
 from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
@@ -23,7 +23,6 @@ from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.problem import Size
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
-from adcompare.report import heatmap
 from adcompare.report.page import build
 from adcompare.store.results import load
 from adcompare.study.plan import Selection, plan, usable_adapters
@@ -153,7 +152,7 @@ def test_the_eval_overview_has_evals_as_rows_and_each_tile_is_its_time_over_the_
     assert len(problems) == 5
     rows = gradbench.rows(load([FIXTURE]).measurements)
     assert [(r.eval, r.operator) for r in rows] == [(EVAL_NAMES.get(p, p), "grad") for p in problems]
-    h = heatmap.evals("GradBench", rows, Bootstrap())
+    h = ratio_grid.evals("GradBench", rows, Bootstrap())
     assert h is not None
     for i, (problem, row) in enumerate(zip(problems, rows)):
         size = {k[1] for k in grads if k[0] == problem}.pop()  # one size each in this run
@@ -163,7 +162,7 @@ def test_the_eval_overview_has_evals_as_rows_and_each_tile_is_its_time_over_the_
             tile = h.tiles[(i, h.columns.index(pair))]
             key = (problem, size, "grad", pair)
             if key in grads:
-                assert tile.text.rstrip("~") == heatmap.ratio_text(grads[key] / fastest), (key, tile.text)
+                assert tile.text.rstrip("~") == ratio_grid.ratio_text(grads[key] / fastest), (key, tile.text)
             else:
                 assert tile.text in {"✗", "⊘", "–", "·"}, (key, tile.text)
     assert "GradBench evals" in page and 'href="#gradbench"' in page
@@ -192,7 +191,7 @@ def test_results_without_gradbench_evals_have_no_eval_view():
     others = [m for m in load([FIXTURE]).measurements if m.cell.problem == "det"]
     renamed = [replace(m, cell=replace(m.cell, problem="my_det")) for m in others]
     assert gradbench.rows(renamed) == []
-    assert heatmap.evals("GradBench", [], Bootstrap()) is None
+    assert ratio_grid.evals("GradBench", [], Bootstrap()) is None
 
 
 # --- the eval rows on any mix of sizes, pairs, failures and ties (Hypothesis) --------------------------------------

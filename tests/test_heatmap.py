@@ -1,8 +1,10 @@
-"""The overview heatmap (report/heatmap.py): rows at the largest size, ratios to the row's fastest, glyphs, links."""
+"""The overview heatmap (analysis/ratio_grid.py, drawn by report/heatmap.py): rows at the largest size, ratios to
+the row's fastest, glyphs, links."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from adcompare.analysis import ratio_grid
 from adcompare.analysis.bootstrap import Bootstrap
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
@@ -31,7 +33,7 @@ CELLS = [
 
 
 def test_tiles_ratios_glyphs_and_links():
-    h = heatmap.build("cpu · float32", CELLS, Bootstrap())
+    h = heatmap.drawn(ratio_grid.build("cpu · float32", CELLS, Bootstrap()))
     assert h.rows == ("exp_dot_loss · jacfwd (n1000)", "exp_dot_loss · jacrev (n1000)")
     assert h.columns == ("autograd · compiled", "autograd · eager", "jax · eager", "torch · compiled",
                          "torch · eager")
@@ -55,8 +57,8 @@ def test_tiles_ratios_glyphs_and_links():
 
 
 def test_many_rows_aggregate_per_problem(monkeypatch):
-    monkeypatch.setattr(heatmap, "MAX_TILES", 4)
-    h = heatmap.build("cpu · float32", CELLS, Bootstrap())
+    monkeypatch.setattr(ratio_grid, "MAX_TILES", 4)
+    h = heatmap.drawn(ratio_grid.build("cpu · float32", CELLS, Bootstrap()))
     assert h.aggregated and h.rows == ("exp_dot_loss",)
     tile = next(t for (i, j), t in h.tiles.items() if h.columns[j] == "jax · eager")
     assert tile.text == "1" and "over 2 operators" in tile.hover  # fastest for jacrev and for jacfwd
@@ -77,6 +79,31 @@ def test_an_unlabelled_framework_bug_is_judged_by_the_versions_its_worker_loaded
                            Status.MISMATCH, "error 1.00e+00", "native", "", None, machine="m1",
                            versions={"jax": jaxlib, "jaxlib": jaxlib})
 
-    affected, fixed = heatmap._glyph(ba("0.10.2")), heatmap._glyph(ba("0.10.1"))
-    assert affected[0] == "⊘" and "YNNPACK" in affected[2]
-    assert fixed[0] == "✗" and fixed[2] == "mismatch: error 1.00e+00"
+    affected, fixed = ratio_grid.glyph(ba("0.10.2")), ratio_grid.glyph(ba("0.10.1"))
+    assert affected[0] == "⊘" and "YNNPACK" in affected[1]
+    assert fixed[0] == "✗" and fixed[1] == "mismatch: error 1.00e+00"
+
+
+def _pmap(adapter, devices, seconds=None, status=Status.OK, device="cuda"):
+    timing = Timing(tuple(seconds * (1 + k / 100) for k in range(9)), 1, seconds) if seconds else None
+    return Measurement(Cell("mlp_loss", "B16-h16", "pmap_grad", adapter, "compiled", device, "float32",
+                            devices=devices), status, "" if status is Status.OK else "needs 2 devices, 1 present",
+                       "native", "", timing, machine="m1")
+
+
+def test_a_data_parallel_row_shows_the_largest_device_count_timed():
+    """One GPU: D = 2 and 4 are unsupported, D = 1 is timed — the row shows the D = 1 cells (it read "–" in every
+    column when it took the largest device count run)."""
+    gpu = [_pmap(a, d, s if d == 1 else None, Status.OK if d == 1 else Status.UNSUPPORTED)
+           for d in (1, 2, 4) for a, s in (("jax", 1e-4), ("torch", 3e-4))]
+    h = ratio_grid.build("cuda · float32", gpu, Bootstrap())
+    assert h.rows == ("mlp_loss · pmap_grad (B16-h16)",)
+    tiles = {h.columns[j]: t.text for (i, j), t in h.tiles.items()}
+    assert tiles == {"jax · compiled": "1", "torch · compiled": "3"}
+    # Emulated CPU devices, all timed: the row is D = 4's, each ratio to the fastest D = 4 cell, not to a D = 1 one.
+    cpu = [_pmap(a, d, s * d, device="cpu") for d in (1, 2, 4) for a, s in (("jax", 1e-4), ("torch", 2e-4))]
+    h = ratio_grid.build("cpu · float32", cpu, Bootstrap())
+    assert h.rows == ("mlp_loss · pmap_grad (B16-h16 · D = 4)",)
+    tiles = {h.columns[j]: t for (i, j), t in h.tiles.items()}
+    assert tiles["jax · compiled"].text == "1" and "fastest" in tiles["jax · compiled"].hover
+    assert tiles["torch · compiled"].text == "2" and "median 832 µs" in tiles["torch · compiled"].hover

@@ -182,3 +182,28 @@ def test_measurements_are_finished_in_one_place():
     assert calls_of("cross_check") == {"adcompare.verify.finish"}
     assert calls_of("labelled") == {"adcompare.verify.finish", "adcompare.run.session"}
     assert calls_of("finished") == {"adcompare.run.session", "adcompare.store.results"}
+
+
+def test_report_modules_render_only_and_take_data_types_from_analysis():
+    """report/ draws what analysis/ computed (analysis/report_sections.py): a report module imports nothing from
+    verify/, and from analysis/ only data types and constants — no function, no whole module to call into."""
+    import importlib
+    import inspect
+
+    found = []
+    for name, path in modules().items():
+        if not name.startswith("adcompare.report"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [f"{name}:{node.lineno} imports {a.name}" for a in node.names
+                          if a.name.startswith(("adcompare.analysis", "adcompare.verify"))]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("adcompare.verify"):
+                found.append(f"{name}:{node.lineno} imports from {node.module}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("adcompare.analysis"):
+                source = importlib.import_module(node.module or "")
+                for alias in node.names:
+                    value = getattr(source, alias.name)
+                    if inspect.ismodule(value) or inspect.isroutine(value):
+                        found.append(f"{name}:{node.lineno} imports {node.module}.{alias.name}")
+    assert found == []

@@ -26,6 +26,7 @@ from adcompare.model.support import Support
 from adcompare.plugin.adapter import Adapter
 from adcompare.report.figures import style
 from adcompare.report.svgchart import Palette
+from adcompare.store.provenance import Provenance
 from adcompare.store.results import Results, load
 from adcompare.study.budget import choose
 from adcompare.study.estimate import Estimate, History
@@ -77,10 +78,11 @@ def test_budget_rounds_are_per_environment():
 
 
 def test_history_keys_start_ups_by_worker_group_with_environment():
-    results = Results(provenance=({"machine": {"fingerprint": "m"}},), measurements=(), workers=(
+    header = Provenance.from_json({"host": "h", "cpu": "c"})
+    results = Results(provenance=(header,), measurements=(), workers=(
         {"adapter": "jax", "dtype": "float32", "device": "cpu", "startup_seconds": 2.5},
         {"adapter": "jax", "dtype": "float32", "device": "cpu", "startup_seconds": 9.0, "environment": "old"}))
-    assert History.from_results(results, "m").startups == {("jax", "float32", "cpu"): 2.5,
+    assert History.from_results(results, header.machine.id).startups == {("jax", "float32", "cpu"): 2.5,
                                                            ("jax", "float32", "cpu", "old"): 9.0}
 
 

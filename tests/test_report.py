@@ -262,13 +262,14 @@ def test_heatmap_tile_opens_its_row_in_the_cell_table(built, tmp_path):
 def test_device_peak_memory_is_shown_when_gpu_cells_have_it():
     import json as _json
 
+    from adcompare.analysis import cell_rows
     from adcompare.model.cell import Cell
     from adcompare.model.measurement import Measurement
     from adcompare.model.status import Status
     from adcompare.report import cells_table
 
     def shown(ms):
-        data = _json.loads(cells_table.payload(cells_table.rows(ms, {})))
+        data = _json.loads(cells_table.payload(cell_rows.rows(ms, {})))
         return next(c["shown"] for c in data["columns"] if c["name"] == "device_peak_bytes")
 
     cpu = Measurement(Cell("p", "n1", "grad", "jax", "eager", "cpu", "float32"), Status.OK)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math
 
+from adcompare.analysis import ratio_grid
 from adcompare.cli import tables as display
 from adcompare.model import units
-from adcompare.report import figures, heatmap, page
+from adcompare.report import figures, page
 
 
 def test_durations_take_the_largest_unit_with_three_digits():
@@ -29,4 +30,4 @@ def test_missing_and_infinite_durations():
 
 
 def test_the_terminal_the_report_and_the_charts_share_it():
-    assert display.seconds is page.seconds is figures.seconds is heatmap.seconds is units.seconds
+    assert display.seconds is page.seconds is figures.seconds is ratio_grid.seconds is units.seconds

@@ -9,7 +9,6 @@ version listed as affected.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,28 +25,26 @@ class FoundBug:
     framework: str  # the adapter whose cells meet it
     where: str  # the cells it is recorded for: problem · operator · variant · device · dtypes · sizes
     cells: int  # cells of these results labelled with it
-    href: str | None  # the reproducer, relative to the report's folder; None when the docs are not beside it
+    reproducer: Path | None  # the reproducer's file in the source checkout; None when the docs are not beside it
 
     @property
     def versions(self) -> str:
         return f"{self.bug.distribution} {', '.join(self.bug.affected_versions)}"
 
 
-def reproducer_href(path: str, out_dir: Path) -> str | None:
-    """A link from the report's folder to a reproducer in the source checkout, or None (an installed wheel
-    ships no docs/: the page then shows the repository path as text)."""
+def reproducer_file(path: str) -> Path | None:
+    """A reproducer's file in the source checkout (the report links to it, relative to its folder), or None (an
+    installed wheel ships no docs/: the page then shows the repository path as text)."""
     target = REPOSITORY / path
-    if not target.is_file():
-        return None
-    return Path(os.path.relpath(target, Path(out_dir).resolve())).as_posix()
+    return target if target.is_file() else None
 
 
-def found(measurements: Iterable[Measurement], out_dir: Path) -> list[FoundBug]:
+def found(measurements: Iterable[Measurement]) -> list[FoundBug]:
     """Every recorded framework bug, with the count of measured cells labelled with it."""
     labels = [(expected_reason(m), expected_reproducer(m)) for m in measurements]
     out = []
     for (adapter, problem, operator, variant, device), bug in FRAMEWORK_BUGS.items():
         where = " · ".join([problem, operator, variant, device, "/".join(bug.dtypes), "/".join(bug.sizes)])
         cells = sum(1 for reason, path in labels if reason == bug.reason and path == bug.reproducer)
-        out.append(FoundBug(bug, adapter, where.replace("*", "any"), cells, reproducer_href(bug.reproducer, out_dir)))
+        out.append(FoundBug(bug, adapter, where.replace("*", "any"), cells, reproducer_file(bug.reproducer)))
     return out

@@ -22,9 +22,8 @@ from adcompare.model.status import Status
 
 
 def entry(m: Measurement) -> str:
-    """How an adapter/variant pair is named throughout the page (with its environment, if not `current`)."""
-    where = "" if m.cell.environment == CURRENT else f" @{m.cell.environment}"
-    return f"{m.cell.adapter} · {m.cell.variant}{where}"
+    """How an adapter/variant pair is named throughout the page (`Cell.entry`)."""
+    return m.cell.entry
 
 
 def operator_order(name: str) -> tuple[int, str]:

@@ -12,6 +12,7 @@ from adcompare.cli.tables import out
 from adcompare.model.errors import UsageError
 from adcompare.plugin.registry import Registry
 from adcompare.report import build
+from adcompare.report.page import hook_sections
 from adcompare.run.runner import RunOptions
 from adcompare.run.session import Output, run_session
 from adcompare.store.output_paths import ensure_folder, latest_results
@@ -47,8 +48,8 @@ def command(args: argparse.Namespace) -> int:
         paths = [str(latest_results())]
         out.print(f"reporting {paths[0]}", highlight=False)
     results = load(paths, registry.problems) if paths else _run_quick_suite(registry, args, out_dir)
-    sections = [s for group in registry.manager.hook.adcompare_report_sections(results=results) for s in group]
-    index = build(results, out_dir, extra_sections=sections, figures_dir=Path(args.figures) if args.figures else None)
+    index = build(results, out_dir, sections=hook_sections(registry, results),
+                  figures_dir=Path(args.figures) if args.figures else None)
     print_findings(results.measurements)
     if args.figures:
         out.print(f"figures (PDF, PNG): {args.figures}")

@@ -72,6 +72,12 @@ class Cell:
         return "-".join(parts)
 
     @property
+    def entry(self) -> str:
+        """How its adapter · variant pair is named throughout the report (with its environment, if not `current`)."""
+        where = "" if self.environment == CURRENT else f" @{self.environment}"
+        return f"{self.adapter} · {self.variant}{where}"
+
+    @property
     def selector(self) -> str:
         """The `adcompare run` command that reruns exactly this cell."""
         where = "" if self.devices == 1 else f" --devices {self.devices}"

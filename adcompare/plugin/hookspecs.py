@@ -9,6 +9,7 @@ import pluggy
 
 from adcompare.model.problem import Problem
 from adcompare.plugin.adapter import Adapter
+from adcompare.plugin.report_section import Section
 
 PROJECT = "adcompare"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -26,8 +27,11 @@ def adcompare_problems() -> Iterable[Problem]:
 
 
 @hookspec
-def adcompare_report_sections(results) -> Iterable[tuple[str, str]]:
-    """Return extra report sections as (title, body) pairs; `results` is the loaded `Results`.
+def adcompare_report_sections(results) -> Iterable[Section | tuple[str, str]]:
+    """Return report sections; `results` is the loaded `Results`. The built-in sections come through this hook too
+    (adcompare.analysis.report_sections).
 
-    A plain string body is escaped; pass `markupsafe.Markup` for trusted HTML (escape what you interpolate).
+    A `Section` (title, anchor, order, template and its data, or a body) is drawn at its `order`; a (title, body)
+    pair, the older form, is drawn after the built-in sections with the anchor `extra-N`. A plain string body is
+    escaped; pass `markupsafe.Markup` for trusted HTML (escape what you interpolate).
     """

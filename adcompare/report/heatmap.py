@@ -1,42 +1,23 @@
-"""The overview at a glance: one heatmap per (machine, device, dtype) of time ÷ fastest, on a log colour scale.
+"""The overview heatmap drawn: analysis/ratio_grid.py's grid of time ÷ fastest as SVG tiles on a log colour scale.
 
-Rows are problem · operator at the largest size timed, columns adapter · variant; a tile's colour is its median
-÷ the row's fastest median (colour-blind-safe viridis, light = fastest), its text the ratio or a glyph for a cell
-that has no time: ✗ failed (or crashed, timed out, NaN, mismatch), ⊘ failed as expected (expectations.py),
-– unsupported, · not run (too large, skipped); an emulated cell (a Python loop) has a dotted outline and "~".
-Hovering a tile shows the ratio, its bootstrap interval and the median; clicking it filters the cell table to it.
-
-With many rows (a 10,000-cell run) the tiles are aggregated per problem: the geometric mean of the ratios over
-the problem's operators, linking to the table filtered to that problem and column, so the figure stays readable
-and the page small.
+A tile's colour is its ratio on colour-blind-safe viridis (light = fastest), or a grey per glyph for a cell with
+no time; an emulated cell has a dotted outline. Hovering a tile shows its ratio, interval and median; clicking it
+filters the cell table to it.
 """
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
 
-from adcompare.analysis import sizes
-from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.analysis.gradbench import EvalRow
-from adcompare.analysis.summary import entry, operator_order, sample_key, timed
-from adcompare.model.measurement import Measurement
-from adcompare.model.status import Status
-from adcompare.model.support import Support
-from adcompare.model.units import seconds
+from adcompare.analysis.ratio_grid import Grid
+from adcompare.analysis.ratio_grid import Tile as GridTile
 from adcompare.report.svgchart import CHAR_W, esc
-from adcompare.verify.expectations import expected, expected_reason
 
 # viridis, light to dark: 1× is light, slow is dark (readable in grey and for the common colour-vision deficiencies)
 VIRIDIS = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",
            "#440154")
-MAX_TILES = 600  # above this many tiles in one heatmap, rows are aggregated per problem
+GLYPH_FILLS = {"⊘": "#f3e3e3", "–": "#eeeeee", "·": "#f6f6f6", "✗": "#f4b6b6"}
 TILE_W, TILE_H, HEAD_H, LEGEND_H = 62, 20, 70, 46
-GLYPHS = (("✗", "failed, crashed, timed out, NaN or wrong derivative"), ("⊘", "failed as expected (a known limit)"),
-          ("–", "unsupported"), ("·", "not run (too large, skipped)"), ("~", "emulated: a Python loop"))
-NOT_RUN = (Status.TOO_LARGE, Status.SKIPPED)
 
 
 def colour(ratio: float, top: float) -> str:
@@ -68,145 +49,15 @@ class Heatmap:
         return render(self)
 
 
-def _filter(**terms: str) -> str:
-    return "#filter=" + quote(" ".join(f"{k}={v}" for k, v in terms.items() if v), safe="=")
+def _tile(t: GridTile, top: float) -> Tile:
+    fill = GLYPH_FILLS[t.text] if t.ratio is None else colour(t.ratio, top)
+    return Tile(t.text, fill, t.hover, t.link, t.emulated)
 
 
-def _glyph(m: Measurement) -> tuple[str, str, str] | None:
-    """(glyph, fill, why) for a cell without a time, else None."""
-    if timed(m):
-        return None
-    why = expected_reason(m)  # set by expectations.labelled when the CLI reports
-    if why is None and (known := expected(m.cell, True, m.versions or None)) is not None and m.status is known[0]:
-        why = known[1]  # unlabelled results: the table's rules (framework bugs by the versions the worker loaded)
-    if why:
-        return "⊘", "#f3e3e3", f"failed as expected: {why}"
-    if m.status is Status.UNSUPPORTED:
-        return "–", "#eeeeee", _said(m)
-    if m.status in NOT_RUN:
-        return "·", "#f6f6f6", _said(m)
-    return "✗", "#f4b6b6", _said(m)
-
-
-def _said(m: Measurement) -> str:
-    """The status and its message, the status once: skipped cells' messages already begin with "skipped: "."""
-    prefix = f"{m.status.value}: "
-    return m.message if m.message.startswith(prefix) else prefix + m.message
-
-
-def _largest(cells: Sequence[Measurement]) -> list[Measurement]:
-    """The cells of each problem · operator at its largest size timed (largest size run, when none was timed)."""
-    by_row: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
-    for m in cells:
-        by_row[(m.cell.problem, m.cell.operator)].append(m)
-    out = []
-    for members in by_row.values():
-        pool = [m for m in members if timed(m)] or members
-        size = max((m.cell.size for m in pool), key=sizes.sort_key)
-        out += [m for m in members if m.cell.size == size]
-    return out
-
-
-def build(title: str, cells: Sequence[Measurement], boot: Bootstrap, machine: str = "") -> Heatmap | None:
-    """The heatmap of one (machine, device, dtype); None when it has no cell."""
-    chosen = _largest(cells)
-    if not chosen:
-        return None
-    columns = tuple(sorted({entry(m) for m in chosen}))
-    rows = sorted({(m.cell.problem, m.cell.operator) for m in chosen}, key=lambda r: (r[0], operator_order(r[1])))
-    fastest: dict[tuple[str, str], Measurement] = {}
-    for m in chosen:
-        key = (m.cell.problem, m.cell.operator)
-        if timed(m) and (key not in fastest or m.measured.median < fastest[key].measured.median):
-            fastest[key] = m
-    ratios = [m.measured.median / fastest[(m.cell.problem, m.cell.operator)].measured.median
-              for m in chosen if timed(m)]
-    top = _top(ratios)
-    if len(rows) * len(columns) > MAX_TILES:
-        return _aggregated(title, chosen, columns, fastest, top, machine)
-    labels = tuple(f"{p} · {op} ({next(m.cell.size for m in chosen if (m.cell.problem, m.cell.operator) == (p, op))})"
-                   for p, op in rows)
-    row_index = {r: i for i, r in enumerate(rows)}
-    col_index = {c: j for j, c in enumerate(columns)}
-    tiles = {(row_index[(m.cell.problem, m.cell.operator)], col_index[entry(m)]):
-             _tile(m, fastest.get((m.cell.problem, m.cell.operator)), boot, top, machine) for m in chosen}
-    return Heatmap(title, labels, columns, tiles, top, aggregated=False)
-
-
-def _top(ratios: Sequence[float]) -> float:
-    """The ratio at the darkest colour: the decade above the largest ratio, 10× at least."""
-    return 10 ** max(1, math.ceil(math.log10(max(ratios, default=10))))
-
-
-def _tile(m: Measurement, best: Measurement | None, boot: Bootstrap, top: float, machine: str) -> Tile:
-    """`m`'s tile: its time ÷ `best`'s (the row's fastest) with the bootstrap interval, or its glyph."""
-    c = m.cell
-    where = f"{c.problem} · {c.operator} · {c.size} — {entry(m)}"
-    link = _filter(problem=c.problem, size=c.size, operator=c.operator, adapter=c.adapter, variant=c.variant,
-                   device=c.device, dtype=c.dtype, machine=machine and m.machine)
-    glyph = _glyph(m)
-    if glyph is not None or best is None:
-        text, fill, why = glyph or ("✗", "#f4b6b6", m.status.value)
-        return Tile(text, fill, f"{where}: {why}", link)
-    ratio = m.measured.median / best.measured.median
-    interval = ""
-    r = boot.ratio(sample_key(best), best.measured, sample_key(m), m.measured) if m is not best else None
-    if r is not None:
-        interval = f" [{r.low:.2f}–{r.high:.2f}]"
-    what = "fastest" if m is best else f"×{ratio:.3g}{interval} vs {entry(best)}"
-    emulated = m.support is Support.EMULATED
-    return Tile(ratio_text(ratio) + ("~" if emulated else ""), colour(ratio, top),
-                f"{where}: {what}; median {seconds(m.measured.median)}" + (" (emulated)" if emulated else ""),
-                link, emulated)
-
-
-def evals(title: str, rows: Sequence[EvalRow], boot: Bootstrap, machine: str = "") -> Heatmap | None:
-    """GradBench's eval × tool overview: one row per eval's derivative operator at its row's size (see
-    analysis/gradbench.py), columns adapter · variant, tiles as in `build`; None without rows."""
-    if not rows:
-        return None
-    columns = tuple(sorted({name for row in rows for name in row.cells}))
-    col_index = {c: j for j, c in enumerate(columns)}
-    fastest = [min((m for m in row.cells.values() if timed(m)), key=lambda m: m.measured.median, default=None)
-               for row in rows]
-    top = _top([m.measured.median / best.measured.median for row, best in zip(rows, fastest) if best is not None
-                for m in row.cells.values() if timed(m)])
-    tiles = {(i, col_index[name]): _tile(m, best, boot, top, machine)
-             for i, (row, best) in enumerate(zip(rows, fastest)) for name, m in row.cells.items()}
-    return Heatmap(title, tuple(row.label for row in rows), columns, tiles, top, aggregated=False)
-
-
-def _aggregated(title: str, chosen: Sequence[Measurement], columns: tuple[str, ...],
-                fastest: dict[tuple[str, str], Measurement], top: float, machine: str) -> Heatmap:
-    problems = sorted({m.cell.problem for m in chosen})
-    groups: dict[tuple[int, int], list[Measurement]] = defaultdict(list)
-    col_index = {c: j for j, c in enumerate(columns)}
-    row_index = {p: i for i, p in enumerate(problems)}
-    for m in chosen:
-        groups[(row_index[m.cell.problem], col_index[entry(m)])].append(m)
-    tiles = {}
-    for (i, j), members in groups.items():
-        logs = [math.log(m.measured.median / fastest[(m.cell.problem, m.cell.operator)].measured.median)
-                for m in members if timed(m)]
-        bad = sum(1 for m in members if not timed(m))
-        c = members[0].cell
-        link = _filter(problem=c.problem, adapter=c.adapter, variant=c.variant, device=c.device, dtype=c.dtype,
-                       machine=machine and members[0].machine)
-        where = f"{c.problem} — {columns[j]}"
-        if not logs:
-            # every member is untimed here, so each has a glyph; one kind (all unsupported, say) keeps its glyph
-            glyphs = {glyph[:2] for m in members if (glyph := _glyph(m)) is not None}
-            text, fill = glyphs.pop() if len(glyphs) == 1 else ("✗", "#f4b6b6")
-            tiles[(i, j)] = Tile(text, fill, f"{where}: no operator timed ({bad} cells: "
-                                 f"{', '.join(sorted({m.status.value for m in members}))})", link)
-            continue
-        mean = math.exp(sum(logs) / len(logs))
-        extra = f", {bad} without a time" if bad else ""
-        tiles[(i, j)] = Tile(ratio_text(mean), colour(mean, top),
-                             f"{where}: geometric mean ×{mean:.3g} vs the fastest over {len(logs)} operators at "
-                             f"their largest size{extra}", link)
-    return Heatmap(title + " (per problem: geometric mean over operators)", tuple(problems), columns, tiles, top,
-                   aggregated=True)
+def drawn(grid: Grid) -> Heatmap:
+    """The grid with each tile's colour: its ratio's on the log scale up to the grid's top, or its glyph's grey."""
+    return Heatmap(grid.title, grid.rows, grid.columns, {k: _tile(t, grid.top) for k, t in grid.tiles.items()},
+                   grid.top, grid.aggregated)
 
 
 def render(h: Heatmap) -> str:
@@ -246,11 +97,6 @@ def decade(d: int) -> str:
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def ratio_text(r: float) -> str:
-    """A tile's ratio in at most four characters: 1, 2.35, 41.3, 476, 1.3k, 33k."""
-    return f"{r:.3g}" if r < 1000 else f"{r / 1000:.2g}k"
-
-
 def _legend(h: Heatmap, x0: float, y0: float) -> list[str]:
     out = [f'<text class="tick" x="{x0}" y="{y0 + 12}">time ÷ fastest:</text>']
     x = x0 + 92
@@ -262,18 +108,4 @@ def _legend(h: Heatmap, x0: float, y0: float) -> list[str]:
     for d in range(decades + 1):
         out.append(f'<text class="tick" x="{x + d * step:.0f}" y="{y0 + 26}" text-anchor="middle">'
                    f'{decade(d)}</text>')
-    return out
-
-
-def heatmaps(ms: Sequence[Measurement], machine_label: Callable[[Measurement], str], boot: Bootstrap
-             ) -> list[Heatmap]:
-    """One heatmap per (machine, device, dtype), in that order."""
-    groups: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
-    for m in ms:
-        groups[(machine_label(m), m.cell.device, m.cell.dtype)].append(m)
-    out = []
-    for (machine, device, dtype), cells in sorted(groups.items()):
-        title = " · ".join(part for part in (machine, device, dtype) if part)
-        if (h := build(title, cells, boot, machine)) is not None:
-            out.append(h)
     return out

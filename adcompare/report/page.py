@@ -9,38 +9,29 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
-from adcompare.analysis import across_devices as device_series
-from adcompare.analysis import (
-    bootstrap,
-    compile_cost,
-    correctness,
-    findings,
-    framework_bugs,
-    gradbench,
-    relative_cost,
-    significance,
-    summary,
-)
-from adcompare.analysis.dimensions import Dimensions
-from adcompare.model.measurement import Measurement
-from adcompare.model.status import MEANINGS, Status
-from adcompare.model.support import Support
+from adcompare.analysis.ratio_grid import Grid
+from adcompare.analysis.report_sections import CellTable
+from adcompare.model.errors import PluginError
 from adcompare.model.units import seconds
-from adcompare.report import across_devices, cells_table, environments_section, figures, heatmap
+from adcompare.plugin import registry
+from adcompare.plugin.report_section import Section, from_pair
+from adcompare.report import cells_table, figures, heatmap
+from adcompare.report.heatmap import Heatmap
 from adcompare.report.svgchart import Chart, Palette
 from adcompare.store.provenance import Provenance
 from adcompare.store.results import Results
-from adcompare.verify.expectations import expected_reason, expected_reproducer
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
                     "numpy", "adcompare", "git_commit")
@@ -110,47 +101,6 @@ def _flat(value: Any) -> str:
     return str(value)
 
 
-def _overview(ms: Sequence[Measurement]) -> dict[str, Any]:
-    def distinct(attr: str) -> list[str]:
-        return sorted({getattr(m.cell, attr) for m in ms})
-
-    statuses = Counter(m.status for m in ms)
-    return {
-        "cells": len(ms),
-        "problems": distinct("problem"),
-        "adapters": distinct("adapter"),
-        "variants": distinct("variant"),
-        "operators": sorted({m.cell.operator for m in ms}, key=summary.operator_order),
-        "devices": distinct("device"),
-        "dtypes": distinct("dtype"),
-        "environments": distinct("environment"),  # listed only when several (`run --env`)
-        "statuses": [(s, statuses[s], MEANINGS[s]) for s in Status if statuses[s]],
-        "emulated": sum(m.support is Support.EMULATED for m in ms),
-    }
-
-
-def _per_hardware(ms: Sequence[Measurement], machine_label: Callable[[Measurement], str]
-                  ) -> dict[tuple[str, str, str], list[Measurement]]:
-    """Cells that may be ranked against each other: one device and dtype on one machine fingerprint."""
-    out: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
-    for m in ms:
-        out[(machine_label(m), m.cell.device, m.cell.dtype)].append(m)
-    return dict(sorted(out.items()))
-
-
-def _gradbench_views(ms: Sequence[Measurement], machine_label: Callable[[Measurement], str],
-                     boot: bootstrap.Bootstrap) -> list[dict[str, Any]]:
-    """Per (machine, device, dtype) with GradBench evals: the eval × adapter · variant heatmap and the J/O table."""
-    out = []
-    for (machine, device, dtype), cells in _per_hardware(ms, machine_label).items():
-        rows = gradbench.rows(cells)
-        where = " · ".join(part for part in (machine, device, dtype) if part)
-        if (h := heatmap.evals(f"GradBench evals · {where}", rows, boot, machine)) is not None:
-            out.append({"where": where, "heatmap": h, "rows": rows, "columns": h.columns,
-                        "nesting": gradbench.nesting_tables(cells)})
-    return out
-
-
 def _environment():
     env = jinja2.Environment(loader=jinja2.PackageLoader("adcompare", "report"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -162,96 +112,97 @@ def _asset(name: str) -> str:
     return resources.files("adcompare.report").joinpath(name).read_text(encoding="utf-8")
 
 
+def _link_from(out_dir: Path) -> Callable[[Path], str]:
+    """A file of the source checkout as a link relative to the report's folder."""
+    return lambda target: Path(os.path.relpath(target, Path(out_dir).resolve())).as_posix()
+
+
+def hook_sections(plugins: registry.Registry, results: Results) -> list[Section | tuple[str, str]]:
+    """What the `adcompare_report_sections` hook returns for `results`, built-in sections among them; refused in
+    one line where the built-in ones are not registered (an editable install made before their entry point
+    existed reads an older entry-point list: the page would come out empty)."""
+    found = [s for group in plugins.manager.hook.adcompare_report_sections(results=results) for s in group]
+    if not any(isinstance(s, Section) and s.anchor == "overview" for s in found):
+        raise PluginError("the report's built-in sections are not registered (no 'builtin-report-sections' entry "
+                          "point in the adcompare group: adcompare's install predates it); reinstall adcompare, "
+                          "e.g. pip install -e .")
+    return found
+
+
+def _sections(results: Results, sections: Iterable[Section | tuple[str, str]] | None,
+              extra_sections: Sequence[tuple[str, str]]) -> list[Section]:
+    """Every section to draw, by order: those given (by default, what the registered plugins' hook returns —
+    the built-in sections among them), then `extra_sections`; (title, body) pairs become `extra-N` sections."""
+    if sections is None:
+        sections = hook_sections(registry.load(), results)
+    out, pairs = [], 0
+    for item in [*sections, *extra_sections]:
+        if not isinstance(item, Section):
+            pairs += 1
+            item = from_pair(*item, pairs)
+        out.append(item)
+    anchors = Counter(s.anchor for s in out)
+    if clash := sorted(a for a, n in anchors.items() if n > 1):
+        raise PluginError(f"report sections share the anchor {clash[0]!r}; give each section its own anchor")
+    return sorted(out, key=lambda s: s.order)
+
+
+def _figure_svg(palette: Palette) -> Callable[[Any], Markup]:
+    """The page's `svg` filter: a figure's data drawn in the page's colours."""
+    def svg(item: Any) -> Markup:
+        return Markup(_drawn(palette, item).svg)
+    return svg
+
+
+def _drawn(palette: Palette, item: Any) -> Chart | Heatmap:
+    return heatmap.drawn(item) if isinstance(item, Grid) else figures.chart(palette, item)
+
+
 def build(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = (),
-          figures_dir: Path | None = None) -> Path:
+          figures_dir: Path | None = None, sections: Iterable[Section | tuple[str, str]] | None = None) -> Path:
     """Write `out_dir/index.html` and `out_dir/results.csv` from `results`; return the index.html path.
 
-    `extra_sections` are (title, body) pairs appended to the page (e.g. the CLI's run log); bodies are text and
-    are escaped — pass a `markupsafe.Markup` for trusted HTML. `figures_dir`: also write every figure there as
-    PDF and PNG through matplotlib (paper.py).
+    `sections`: what the `adcompare_report_sections` hook returned (built-in and plugins' sections); by default
+    the hook of the registry of installed plugins is called. `extra_sections` are (title, body) pairs appended to
+    the page (e.g. a run log); bodies are text and are escaped — pass a `markupsafe.Markup` for trusted HTML.
+    `figures_dir`: also write every figure there as PDF and PNG through matplotlib (paper.py).
     """
-    return build_with_timings(results, out_dir, extra_sections, figures_dir)[0]
+    return build_with_timings(results, out_dir, extra_sections, figures_dir, sections)[0]
 
 
 def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence[tuple[str, str]] = (),
-                       figures_dir: Path | None = None) -> tuple[Path, dict[str, float]]:
-    """`build`, also returning seconds per step (summary, figures, table, render) for benchmarks/report_build.py."""
+                       figures_dir: Path | None = None, sections: Iterable[Section | tuple[str, str]] | None = None
+                       ) -> tuple[Path, dict[str, float]]:
+    """`build`, also returning seconds per step (sections, table, render) for benchmarks/report_build.py."""
     clock = Timings()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ms = cells_table.ordered(results.measurements)
-    boot = bootstrap.Bootstrap()
-    relative_costs = relative_cost.ratios(ms)
-    summaries = summary.summarize(ms, boot)
-    compile_items = compile_cost.costs(ms)
-    clock.mark("summary")
+    drawn = _sections(results, sections, extra_sections)
+    clock.mark("sections")
 
-    palette, dims = Palette(), Dimensions()
-    adapters = sorted({m.cell.adapter for m in ms})
+    palette = Palette()
+    adapters = sorted({m.cell.adapter for m in results.measurements})
     for adapter in adapters:  # every adapter gets its colour up front, in name order
         palette.colour(adapter)
-    scaling: list[Figure] = []
-    relative: list[Figure] = []
-    forward_reverse_figures: list[Figure] = []
-    compiling: list[Figure] = []
-    labels = {machine.id: machine.label for machine in results.machines}
-    # Machines are named in titles only when one device was timed on several (a CPU box and a GPU box are told
-    # apart by the device already).
-    shared_device = len({(m.machine, m.cell.device) for m in ms}) > len({m.cell.device for m in ms})
-
-    several_environments = len({m.cell.environment for m in ms}) > 1  # `run --env`: name each in titles
-
-    def machine_label(m: Measurement) -> str:
-        label = labels.get(m.machine, m.machine) if shared_device else ""
-        return " · ".join(filter(None, (label, f"environment {m.cell.environment}" if several_environments
-                                        else "")))
-
-    overview_heatmaps = heatmap.heatmaps(ms, machine_label, boot)
-    evals = _gradbench_views(ms, machine_label, boot)
-    cores = device_series.cores_by_machine(results.provenance)
-    found = findings.findings(ms, boot, cores)
-    clock.mark("overview")
-
-    by_problem: dict[tuple[str, str, str, str], list[Measurement]] = defaultdict(list)
-    for m in ms:
-        by_problem[(m.cell.problem, machine_label(m), m.cell.device, m.cell.dtype)].append(m)
-    for (problem, machine, device, dtype), cells in sorted(by_problem.items()):
-        title = " · ".join(part for part in (problem, machine, device, dtype) if part)
-        if (chart := figures.scaling(palette, title, cells)) is not None:
-            scaling.append(Figure(title, chart))
-        if (chart := figures.relative(palette, title, cells, relative_costs)) is not None:
-            relative.append(Figure(title, chart))
-    for (machine, device, dtype), cells in _per_hardware(ms, machine_label).items():
-        title = " · ".join(part for part in (machine, device, dtype) if part)
-        if (chart := figures.forward_reverse(palette, title, cells, dims)) is not None:
-            forward_reverse_figures.append(Figure(title, chart))
-        items = compile_cost.at_largest_size([k for k in compile_items if k.compiled.cell.device == device
-                                              and k.compiled.cell.dtype == dtype
-                                              and machine_label(k.compiled) == machine])
-        if (chart := figures.compile_scatter(palette, title, items)) is not None:
-            compiling.append(Figure(title, chart))
-    devices = across_devices.blocks(
-        device_series.series(ms, cores, boot), palette,
-        machine_label)
-    clock.mark("figures")
     if figures_dir is not None:
         from adcompare.report import paper  # matplotlib is an optional extra: imported only when figures are asked for
 
-        paper.write([("overview", h) for h in overview_heatmaps] + [("gradbench", v["heatmap"]) for v in evals] + [
-            (section, f.chart) for section, items in (("scaling", scaling),
-                                                      ("forward-reverse", forward_reverse_figures),
-                                                      ("relative-cost", relative), ("compilation", compiling))
-            for f in items] + [("across-devices", b.chart) for b in devices if b.chart is not None], figures_dir)
+        paper.write([(anchor, _drawn(palette, item)) for s in drawn for anchor, item in getattr(s.data, "figures", ())],
+                    figures_dir)
         clock.mark("paper figures")
 
-    columns = cells_table.columns_for(ms)
-    table = cells_table.rows(ms, relative_costs, columns)
-    csv_text = cells_table.to_csv(table, columns)
-    (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
-    payload = cells_table.payload(table, columns)
+    payload, csv_bytes = "", 0
+    for s in drawn:
+        if isinstance(s.data, CellTable):  # the one section with a file of its own: results.csv
+            table = [list(row) for row in s.data.rows]
+            csv_text = cells_table.to_csv(table, s.data.columns)
+            (out_dir / "results.csv").write_text(csv_text, encoding="utf-8")
+            payload, csv_bytes = cells_table.payload(table, s.data.columns), len(csv_text.encode())
     clock.mark("table")
 
-    context = {
+    env = _environment()
+    env.filters.update(svg=_figure_svg(palette), report_link=_link_from(out_dir))
+    page = {
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machines": _provenance(results),
         "workers": [
@@ -259,46 +210,28 @@ def build_with_timings(results: Results, out_dir: Path, extra_sections: Sequence
         ],
         "sources": results.sources,
         "warnings": results.warnings,
-        "overview": _overview(ms),
-        "summaries": summaries,
-        "heatmaps": overview_heatmaps,
-        "gradbench": evals,
-        "glyphs": heatmap.GLYPHS,
-        "findings": found,
-        "finding_rule": findings.RULE,
-        "stats_method": bootstrap.METHOD,
-        "significance_method": significance.METHOD,
-        "entry": summary.entry,
-        "expected_reason": expected_reason,
-        "scaling": scaling,
-        "relative": relative,
-        "forward_reverse_figures": forward_reverse_figures,
-        "dims_unknown": sorted(dims.unknown),
-        "band": relative_cost.CHEAP_GRADIENT_BAND,
-        "bounded": relative_cost.BOUNDED_OPERATORS,
-        "compiling": compiling,
-        "devices": devices,
-        "efficiency_formula": device_series.FORMULA,
-        "compile_rows": compile_cost.at_largest_size(compile_items),
-        "compile_formula": compile_cost.FORMULA,
-        "matrices": correctness.matrices(ms),
-        "failures": correctness.failures(ms),
-        "framework_bugs": framework_bugs.found(ms, out_dir),
-        "expected_reproducer": expected_reproducer,
-        "reproducer_href": lambda path: framework_bugs.reproducer_href(path, out_dir),
-        "not_run": (not_run := correctness.not_run(ms)),
-        "not_run_cells": sum(len(g.cells) for g in not_run),
         "colour": palette.colour,
         "adapter_index": {a: i for i, a in enumerate(adapters)},
         "payload": payload,
-        "extra_sections": [*environments_section.sections(results, seconds), *extra_sections],
-        "css": _asset("report.css"),
-        "script": _asset("report.js"),
-        "csv_bytes": len(csv_text.encode()),
+        "csv_bytes": csv_bytes,
     }
-    html = _environment().get_template("index.html.j2").render(**context)
+    html = env.get_template("index.html.j2").render(
+        **page, problems=sorted({m.cell.problem for m in results.measurements}),
+        links=[link for s in drawn for link in s.links],
+        sections=[Markup(_template(env, s).render(**page, section=s, data=s.data)) for s in drawn],
+        css=_asset("report.css"), script=_asset("report.js"))
     clock.mark("render")
     path = out_dir / "index.html"
     path.write_text(html, encoding="utf-8")
     clock.mark("write")
     return path, clock.steps
+
+
+def _template(env: jinja2.Environment, section: Section) -> jinja2.Template:
+    """The section's template: its own (adcompare's report package, then the plugin's folder), or a body's."""
+    if section.template is None:
+        return env.get_template("sections/body.html.j2")
+    if section.templates is not None:
+        loader = jinja2.ChoiceLoader([env.loader, jinja2.FileSystemLoader(section.templates)])  # type: ignore[list-item]
+        return env.overlay(loader=loader).get_template(section.template)
+    return env.get_template(section.template)
