@@ -151,3 +151,25 @@ def test_a_killed_run_takes_its_worker_with_it(tmp_path):
             return
         time.sleep(0.05)
     raise AssertionError(f"worker {worker} outlived its run")
+
+
+def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_the_finished_calls(fault_registry):
+    """Issue 39: a cell whose calls exceed the block allotment is timed without a warm-up, one call per block, until
+    its next call would end past its timeout (n3); a worker stopped by the timeout keeps the calls it reported as a
+    measurement with few samples (n4), or, when only the first call finished, a timeout with a lower bound (n5).
+    The timeout stops 60 s sleeps (10× and more what it guards); the 0.4 s calls are sleeps, not CPU."""
+    policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)  # 30 never fit in 4 s
+    cells = [_cell("slow_calls", size) for size in ("n3", "n4", "n5")]
+    out = runner.run(fault_registry, Plan(tuple(cells), ()), runner.RunOptions(timeout=4.0, threads=1, policy=policy))
+    got = {m.cell.size: m for m in out}
+    deadline, kept, bound = got["n3"], got["n4"], got["n5"]
+    assert deadline.status is Status.OK and deadline.timing.stopped == "deadline", deadline.message
+    t = deadline.timing
+    assert t.warmup_calls == 0 and t.number == 1 and 2 <= len(t.samples) < 30
+    assert all(0.4 <= s < 4.0 for s in t.samples) and t.first_call >= 0.4
+    assert kept.status is Status.OK and kept.timing.stopped == "cell timeout"
+    assert len(kept.timing.samples) == 1 and 0.4 <= kept.timing.samples[0] < 4.0 and kept.timing.few_samples
+    assert kept.check is not None and "1 timed call before the 4 s cell timeout" in kept.message
+    assert bound.status is Status.TIMEOUT and bound.timing is None and bound.check is not None
+    assert bound.details["first_call_seconds"] >= 0.4 and bound.details["lower_bound_seconds"] > 0
+    assert "no timed call finished within the 4 s cell timeout" in bound.message

@@ -56,7 +56,7 @@ def _lines(palette: Palette, cells: Iterable[Measurement], x: Callable[[Measurem
         # IQR-wide band around the median, floored at the fastest sample: a noisy cell's median − IQR/2 can be
         # negative, which would force the whole log axis linear.
         spread = [(x(m), max(t.median - t.iqr / 2, t.min), t.median + t.iqr / 2)
-                  for m in ms for t in [m.measured]] if band else []
+                  for m in ms for t in [m.measured] if not t.few_samples] if band else []  # none to draw for 1–2
         out.append(Series(label, style(palette, ms[0]), points, spread))
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -26,6 +26,7 @@ from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.run import memory, timing
+from adcompare.run.protocol import Progress
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import check_result, describe, status_of
 from adcompare.verify.reference import ReferenceError
@@ -36,6 +37,8 @@ class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
     policy: TimingPolicy = TimingPolicy()
     pace: timing.Pace | None = None  # asked before each timed block (timing.measure, lockstep.py)
+    deadline: float | None = None  # time.perf_counter() by which the cell must be done (timing.py rule 7)
+    progress: Callable[[Progress], None] | None = None  # told as the cell goes (worker → parent, protocol.py)
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,14 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | None = None,
-               inputs: CellInputs | None = None, check: bool = True) -> FirstCall:
+               inputs: CellInputs | None = None, check: bool = True,
+               on_called: Callable[[float], None] | None = None) -> FirstCall:
     """Prepare → first call → validate (shape, finiteness) → check against the float64 reference, in this process.
 
     `size` and `inputs` default to the cell's own (callers with input files pass theirs); `check=False` stops
-    after the validation, for callers that compare results themselves (`run_once`). Exceptions raised by prepare
-    or the first call become a FAILED verdict carrying the exception; any other exception propagates.
+    after the validation, for callers that compare results themselves (`run_once`); `on_called` is told the
+    first call's seconds as soon as it returned (before the check). Exceptions raised by prepare or the first
+    call become a FAILED verdict carrying the exception; any other exception propagates.
     """
     size = size or problem.size(cell.size)
     inputs = inputs or cell_inputs(problem, size, cell.operator, cell.dtype)
@@ -101,6 +106,8 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
                                            devices=cell.devices))
         stage = "first call"
         out, seconds = timing.first_call(prepared, adapter.sync)
+        if on_called is not None:
+            on_called(seconds)
         output = adapter.to_numpy(out)
         result = np.asarray(output)
         details = dict(prepared.details)
@@ -179,7 +186,10 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     gc.collect()
     memory.reset_host_peak()
     adapter.reset_peak_device_memory(cell.device)
-    called = first_call(adapter, problem, cell, size=size, inputs=inputs)
+    tell = options.progress or (lambda progress: None)
+    tell(Progress(Progress.STARTED))
+    called = first_call(adapter, problem, cell, size=size, inputs=inputs,
+                        on_called=lambda seconds: tell(Progress(Progress.CALLED, seconds)))
     if not called.called:
         return measurement(status=called.status, message=called.message)
     assert called.details is not None, "first_call records details whenever prepare and the first call returned"
@@ -191,9 +201,13 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     assert prepared is not None and first is not None, "a checked cell was prepared and called once"
     measured = None
     if options.time:
+        tell(Progress(Progress.CHECKED, first, measurement=measurement(status=status, message=called.message,
+                                                                        check=check, details=details),
+                      compile_seconds=prepared.compile_seconds, compile_method=prepared.compile_method))
         try:
             measured = timing.measure(prepared, adapter.sync, first, compiled=bool(adapter.compiled_from(cell.variant)),
-                                      policy=options.policy, pace=options.pace)
+                                      policy=options.policy, pace=options.pace, deadline=options.deadline,
+                                      on_call=lambda wall, cpu: tell(Progress(Progress.CALL, wall, cpu)))
         except Exception as exc:
             release(prepared)
             return measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,

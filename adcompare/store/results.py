@@ -1,6 +1,6 @@
 """The results file: versioned JSON Lines with a provenance header, one record per cell appended as it finishes.
 
-Line 1: {"format": "adcompare-results", "schema": 2, "provenance": {..., "machine": {...}}}
+Line 1: {"format": "adcompare-results", "schema": 3, "provenance": {..., "machine": {...}}}
 Then one object per line: {"record": "cell", ...Measurement.to_json()}, {"record": "worker", ...start-up info} or
 {"record": "machine", ...Machine.to_json()} (the fingerprints that cell records name in "machine").
 A truncated last line (a killed run) is dropped with a warning; a file that is not adcompare results, or has a
@@ -11,7 +11,11 @@ machine fingerprint to every cell record and to the merge key, and (additive) th
 loaded (`versions`) and, for a cell of a named environment (`run --env`), `cell.environment` and the header's
 `environments` (requirements, interpreter, installed versions, fingerprint of each), and (additive, no bump) a
 timed cell's `timing.rounds`, the median of each round of `run --rounds N` (rounds.py): files without it read as
-before (empty, compared on the within-run rule), and an adcompare that predates it ignores it.
+before (empty, compared on the within-run rule), and an adcompare that predates it ignores it; 3 adds
+`timing.stopped` (why a timing has fewer samples than its rule asks: a slow cell's deadline, or the calls kept from a
+worker its cell timeout stopped, worker_handle.py), and a timed cell may now have 1 or 2 samples. The bump makes an
+adcompare that predates it refuse such a file instead of ranking a 1-sample cell as a full one; files of schema 1
+and 2 read as before (`stopped` empty: every timing in them ran its rule to the end).
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from adcompare.store.record_validity import record_problem
 from adcompare.verify.check import cross_check
 
 FORMAT = "adcompare-results"
-SCHEMA = 2
+SCHEMA = 3
 
 
 @dataclass(frozen=True)
@@ -233,11 +237,18 @@ class ResultsWriter:
             raise UsageError(f"results file {str(self.path)!r} is being written by another adcompare run; wait for "
                              f"it to finish or choose another -o") from None
         if resume and self.path.stat().st_size > 0:
-            _read_lines(self.path)  # refuse foreign files before appending
+            head, _, _ = _read_lines(self.path)  # refuse foreign files before appending
             data = self.path.read_bytes()
             keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1  # a killed run's partial line
-            self._file.truncate(keep)
-            self._file.seek(keep)
+            if head["schema"] < SCHEMA:  # upgrade: its records read unchanged under this schema, ours would not
+                rest = data[:keep].split(b"\n", 1)[1]  # under its own (a schema-2 reader would rank 1-sample cells)
+                self._file.seek(0)
+                self._file.truncate(0)
+                self._file.write(json.dumps({**head, "schema": SCHEMA}) + "\n" + rest.decode())
+                self._file.flush()
+            else:
+                self._file.truncate(keep)
+                self._file.seek(keep)
         else:
             self._file.truncate(0)
             self._write(header(provenance))
