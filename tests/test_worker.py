@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from adcompare.model.cell import Cell
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
@@ -49,6 +51,14 @@ def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
     assert skipped.status is Status.SKIPPED and "n3 timed out" in skipped.message
     for fine in (_cell("fine"), compiled_fine):  # the eager cell after a crash and the compiled one after a timeout
         assert got[fine].status is Status.OK and got[fine].timing.median > 0, got[fine].message
+        # Issue 39: the worker's own seconds by stage, which with the framework's fit in the cell's wall time
+        t, details = got[fine].timing, got[fine].details
+        overhead = details["overhead_seconds"]
+        assert set(overhead) == {"inputs", "setup", "reference", "check", "timing_loop"}
+        assert all(v >= 0 for v in overhead.values()) and 0 < t.call_seconds <= t.total_seconds
+        assert overhead["timing_loop"] == pytest.approx(t.total_seconds - t.call_seconds, abs=1e-3)
+        inside = sum(overhead.values()) + details["prepare_seconds"] + t.first_call + t.call_seconds
+        assert inside <= details["wall_seconds"] + 1e-3
 
 
 def test_small_cell_after_a_big_one_reports_its_own_peak(fault_registry):

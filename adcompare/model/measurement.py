@@ -82,6 +82,9 @@ class Timing:
     # slow cell's next call would have ended past its timeout) or "cell timeout" (the worker was stopped; these
     # are the calls it had reported). Schema 3; files before it read "".
     stopped: str = ""
+    # Wall seconds inside the framework's calls while timing (warm-up calls and blocks, sync included):
+    # total_seconds minus this is the timing loop's own cost. Schema 3; 0.0 where not recorded.
+    call_seconds: float = 0.0
 
     @property
     def few_samples(self) -> bool:

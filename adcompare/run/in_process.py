@@ -9,9 +9,10 @@ derivative is checked before it is timed; a wrong one is still timed (and labell
 from __future__ import annotations
 
 import gc
+import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -29,7 +30,12 @@ from adcompare.run import memory, timing
 from adcompare.run.protocol import Progress
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import check_result, describe, status_of
-from adcompare.verify.reference import ReferenceError
+from adcompare.verify.reference import ReferenceError, reference
+
+# A cell's details key: seconds the worker spent on the cell outside the framework's calls, by stage (inputs,
+# setup, reference, check, timing_loop); the framework's own are `prepare_seconds`, the first call and the timed
+# calls (Timing.call_seconds). Worker start-up and the parent's share are the runner's to add.
+OVERHEAD = "overhead_seconds"
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,9 @@ class FirstCall:
     details: Mapping[str, Any] | None = None  # None when prepare or the first call raised
     check: Check | None = None  # None unless the result was validated and a check was asked for
     error: Exception | None = None  # what prepare or the first call raised
+    # Seconds of each stage that ran: "prepare" (the framework's), "reference" (the float64 reference, 0 when
+    # another cell of the worker computed it), "check" (comparing with it): what run_cell reports as overhead.
+    seconds_in: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def called(self) -> bool:
@@ -101,9 +110,12 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     verdict = partial(FirstCall, size=size, inputs=inputs, expected_shape=want)
     stage = "prepare"
     prepared: Prepared | None = None
+    seconds_in: dict[str, float] = {}
+    began = time.perf_counter()
     try:
         prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs,
                                            devices=cell.devices))
+        seconds_in["prepare"] = time.perf_counter() - began
         stage = "first call"
         out, seconds = timing.first_call(prepared, adapter.sync)
         if on_called is not None:
@@ -127,7 +139,8 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     details.update(size.provenance())  # the input file and its sha256, or the seed
     details["wrt_size"] = int(inputs.wrt.size)
     details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
-    called = partial(verdict, prepared=prepared, output=output, result=result, seconds=seconds, details=details)
+    called = partial(verdict, prepared=prepared, output=output, result=result, seconds=seconds, details=details,
+                     seconds_in=seconds_in)
     if tuple(result.shape) != want:
         return called(status=Status.FAILED,
                       message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
@@ -137,7 +150,12 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     if not check:
         return called(status=Status.OK)
     try:
+        began = time.perf_counter()
+        reference(problem, size, cell.operator, inputs)  # timed apart from the check (cached for it)
+        seconds_in["reference"] = time.perf_counter() - began
+        began = time.perf_counter()
         checked = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
+        seconds_in["check"] = time.perf_counter() - began
     except ReferenceError as exc:
         return called(status=Status.FAILED, message=f"reference: {exc}")
     status = status_of(checked)
@@ -182,10 +200,14 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     if not capability.supported:
         return measurement(status=Status.UNSUPPORTED, message=capability.reason)
     size = problem.size(cell.size)
+    began = time.perf_counter()
     inputs = cell_inputs(problem, size, cell.operator, cell.dtype)
+    inputs_seconds = time.perf_counter() - began
+    began = time.perf_counter()
     gc.collect()
     memory.reset_host_peak()
     adapter.reset_peak_device_memory(cell.device)
+    setup_seconds = time.perf_counter() - began  # a collection and the peak resets, before the first call
     tell = options.progress or (lambda progress: None)
     tell(Progress(Progress.STARTED))
     called = first_call(adapter, problem, cell, size=size, inputs=inputs,
@@ -194,6 +216,10 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
         return measurement(status=called.status, message=called.message)
     assert called.details is not None, "first_call records details whenever prepare and the first call returned"
     details = dict(called.details)
+    stages = dict(called.seconds_in)
+    details["prepare_seconds"] = round(stages.pop("prepare", 0.0), 4)
+    overhead = {"inputs": inputs_seconds, "setup": setup_seconds, **stages}  # outside the framework's calls
+    details[OVERHEAD] = {k: round(v, 4) for k, v in overhead.items()}
     if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed
         release(called.prepared)
         return measurement(status=called.status, message=called.message, details=details)
@@ -214,6 +240,9 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
                                details=details)
     else:
         details["first_call_seconds"] = first  # check mode: one call is not a timing, so no Timing record
+    if measured is not None:
+        overhead["timing_loop"] = max(0.0, measured.total_seconds - measured.call_seconds)
+        details[OVERHEAD] = {k: round(v, 4) for k, v in overhead.items()}
     release(prepared)
     return measurement(status=status, message=called.message, timing=measured, check=check,
                        host_peak_bytes=memory.host_peak_bytes(),

@@ -115,6 +115,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
     began = time.perf_counter()
 
     cpu_samples: list[float] = []
+    in_calls = [0.0]  # wall seconds inside the calls, for the timing loop's own cost (Timing.call_seconds)
 
     def block(number: int) -> float:
         cpu, start = time.process_time(), time.perf_counter()
@@ -122,6 +123,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             sync(run())
         elapsed = time.perf_counter() - start
         cpu_samples.append((time.process_time() - cpu) / number)
+        in_calls[0] += elapsed
         return elapsed
 
     # The first go covers the warm-up and the first block; none means the parent is gone: time unpaced.
@@ -133,8 +135,9 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         if elapsed > policy.block_allotment:
             if on_call is not None:
                 on_call(elapsed, cpu_samples[-1])
-            return _slow(prepared, sync, first_call_seconds, elapsed, cpu_samples, policy=policy, compiled=compiled,
+            slow = _slow(prepared, sync, first_call_seconds, elapsed, cpu_samples, policy=policy, compiled=compiled,
                          began=began, deadline=deadline, on_call=on_call, block=block)
+            return dataclasses.replace(slow, call_seconds=in_calls[0])
         warm, calls, fastest = elapsed, 1, elapsed  # it compiled on its first call: this was a warm-up call
     while calls < 2 or warm < policy.warmup_time:
         elapsed = block(1)
@@ -166,7 +169,7 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             break
     return finish(prepared, Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
                                    warmup_calls=calls, total_seconds=time.perf_counter() - began,
-                                   cpu_samples=tuple(cpu_samples)), compiled=compiled)
+                                   cpu_samples=tuple(cpu_samples), call_seconds=in_calls[0]), compiled=compiled)
 
 
 def finish(prepared: Prepared, timing: Timing, *, compiled: bool) -> Timing:

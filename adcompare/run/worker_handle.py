@@ -276,6 +276,7 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
         if calls:
             timing = Timing(samples=tuple(p.seconds or 0.0 for p in calls), number=1, first_call=checked.seconds,
                             warmup_calls=0, total_seconds=sum(p.seconds or 0.0 for p in calls),
+                            call_seconds=sum(p.seconds or 0.0 for p in calls),
                             cpu_samples=tuple(p.cpu or 0.0 for p in calls), stopped=STOPPED)
             compile_seconds, method = checked.compile_seconds, checked.compile_method
             if compile_seconds is None and m.compiled:
