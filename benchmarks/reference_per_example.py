@@ -7,6 +7,9 @@ whole batch at once. This prints, per (problem, size, operator): the reference's
 process), its method, and the largest scaled gap between it and each of --examples seeded examples differenced
 on their own, as the reference did before (along the reference's own directions where it is directional).
 Goal: a few seconds at p = 182,072; gaps at rounding (far below the reference's error bound).
+Measured here (2 shared cores, issue 39): the reference before took 301 s for vmap_jacfwd at p = 182,072 (three
+directional J·v, every example through its own closure); now 1.5-2.3 s, and with the same budget its three J·v
+are bit for bit the old ones (scaled gap 0.0); with a 10 s budget it computes the full (p, 3, 15) Jacobian in 5 s.
 Run: python benchmarks/reference_per_example.py [--size n161-m48126-p182072] [--examples 8]
 """
 from __future__ import annotations

@@ -213,6 +213,12 @@ def test_a_batch_that_mixes_examples_is_checked_on_a_seeded_subset_of_them():
     wrong = right.copy()
     wrong[[int(np.argmax(d.left)) for d in r.directional][0], 0, 0] += 1.0
     assert max(scaled_error(d.apply(wrong), d.expected) for d in r.directional) > 0.1
+    # past the budget: one Jᵢ·v per checked example, as many examples as the budget buys (one here)
+    ref_module.clear_cache()
+    tight = reference(p, size, "vmap_jacfwd", inputs, budget=1e-12)
+    assert len(tight.directional) == 1 and "each Jᵢ·v for a seeded v" in tight.method
+    (d,) = tight.directional
+    assert d.expected.shape == (3,) and scaled_error(d.apply(right), d.expected) <= tight.error_bound
 
 
 def test_complex_step_is_refused_where_a_problem_wrongly_claims_it_is_safe():
