@@ -71,6 +71,16 @@ def pacer(out, requests) -> Pace:
     return pace
 
 
+DEADLINE_MARGIN = 0.05  # of the cell's timeout, at least 1 s: left for sending the record and releasing the cell
+
+
+def deadline(received: float, timeout: float | None) -> float | None:
+    """When a cell's timing must end for its record to reach the parent before the cell's timeout."""
+    if timeout is None:
+        return None
+    return received + timeout - max(1.0, DEADLINE_MARGIN * timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     die_with_parent()
@@ -108,13 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
+        received = time.perf_counter()
         request = Request.from_json(json.loads(line))
         cell = request.cell
         if unavailable:
             send(out, CellRecord(Measurement(cell, Status.UNSUPPORTED, unavailable)))
             continue
         options = ExecutionOptions(time=request.time, policy=request.policy,
-                                   pace=pacer(out, sys.stdin) if request.paced else None)
+                                   pace=pacer(out, sys.stdin) if request.paced else None,
+                                   deadline=deadline(received, request.timeout),
+                                   progress=(lambda p: send(out, p)) if request.progress else None)
         # A framework's modules (and those it imports lazily on a first compile) are hundreds of thousands of
         # long-lived objects: the full collection before each cell (execution.run_cell) walked them all again,
         # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives now is frozen, so that

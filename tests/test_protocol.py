@@ -7,7 +7,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
-from adcompare.run.protocol import RESTART, CellRecord, Request, WorkerInfo, line
+from adcompare.run.protocol import RESTART, CellRecord, Progress, Request, WorkerInfo, line
 
 CELL = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")
 
@@ -36,3 +36,19 @@ def test_a_cell_record_carries_the_restart_reason_in_the_measurement_details():
     back = CellRecord.from_json(sent)
     assert back.restart == "the device is lost" and back.measurement.message == "boom"
     assert CellRecord.from_json(CellRecord(failed).to_json()).restart is None
+
+
+def test_progress_and_a_request_with_its_timeout_round_trip():
+    """Issue 39: a request carries the cell's timeout and asks for progress; progress reports carry the
+    measurement so far and each timed call, so the parent can keep them when the timeout stops the worker."""
+    cell = CELL
+    request = Request(cell, timeout=60.0, progress=True)
+    assert Request.from_json(json.loads(line(request))) == request
+    assert "timeout" not in Request(cell).to_json() and "progress" not in Request(cell).to_json()
+    checked = Progress(Progress.CHECKED, 0.5, measurement=Measurement(cell, Status.OK, details={"a": 1}),
+                       compile_seconds=1.5, compile_method="ahead of time: jit")
+    back = Progress.from_json(json.loads(line(checked)))
+    assert back.measurement is not None and back.measurement.details == {"a": 1} and back.seconds == 0.5
+    assert (back.compile_seconds, back.compile_method) == (1.5, "ahead of time: jit")
+    call = Progress(Progress.CALL, 0.3, 0.29)
+    assert Progress.from_json(json.loads(line(call))) == call

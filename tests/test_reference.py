@@ -10,6 +10,7 @@ import pytest
 
 from adcompare import problem
 from adcompare.plugin.adapter import CellInputs
+from adcompare.verify import differencing
 from adcompare.verify import reference as ref_module
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.reference import Reference, ReferenceError, reference
@@ -105,6 +106,119 @@ def test_per_example_jacobians_one_per_example(problems):
     want = np.stack([linear_layer_jacobian(x[None, :], o)[0] for x in inputs.batch])  # (B, o, p, o)
     assert r.value.shape == want.shape and scaled_error(r.value, want) <= r.error_bound
     assert "one per example" in r.method
+
+
+def example_by_example(p, inputs, operator):
+    """Today's reference before issue 39, written out as the independent recomputation: each example's own
+    f(w, bᵢ) differenced through its own closure, with the Differ the reference chose, stacked."""
+    fn = p.bind(np, {k: np.asarray(v, dtype=np.float64) for k, v in inputs.constants.items()})
+    x = inputs.wrt.astype(np.float64)
+    examples = [(lambda b: lambda w: fn(w, b))(b) for b in inputs.batch.astype(np.float64)]
+    differ, _ = differencing.choose(p, examples[0], x)
+    if operator == "pmap_grad":
+        return differencing.jacobian(lambda w: sum(g(w) for g in examples) / len(examples), x, differ,
+                                     estimate=True)
+    if operator == "pmap_value":
+        return np.stack([g(x) for g in examples]), 0.0
+    jacobians, errs = zip(*(differencing.jacobian(g, x, differ, estimate=True) for g in examples))
+    return np.stack(jacobians), max(errs)
+
+
+PER_EXAMPLE_CASES = [("bundle_adjustment", "n3-m10-p30", "vmap_jacfwd"),
+                     ("bundle_adjustment", "n3-m10-p30", "vmap_jacrev"), ("linear_layer", "n5-p8-o2", "vmap_jacrev"),
+                     ("rbf_kernel_map", "n10", "vmap_jacfwd"), ("mlp_loss", "B16-h4", "vmap_grad"),
+                     ("mlp_loss", "B16-h4", "pmap_grad"), ("mlp_predict", "B16-h4", "pmap_value")]
+
+
+@pytest.mark.parametrize(("name", "label", "operator"), PER_EXAMPLE_CASES)
+def test_per_example_references_difference_the_whole_batch_to_the_same_numbers(registry, name, label, operator):
+    """Issue 39: every example's derivative from evaluations of the whole batch equals differencing each example
+    on its own (the method of the reference before) to rounding, error estimate included."""
+    p = registry.problem(name)
+    inputs = cell_inputs(p, p.size(label), operator, "float64")
+    ref_module.clear_cache()
+    r = reference(p, label, operator, inputs)
+    want, err = example_by_example(p, inputs, operator)
+    assert r.value is not None and r.value.shape == want.shape
+    assert scaled_error(r.value, want) <= 1e-12
+    assert r.error_bound == pytest.approx(err, rel=1e-3, abs=1e-15)
+    assert "at once" in r.method or "whole batch" in r.method
+
+
+def test_past_the_budget_every_example_is_checked_along_each_direction(registry, monkeypatch):
+    """The directional per-example reference: each seeded v gives every example's Jᵢ·v from one batched
+    difference, the same as each example's own (and a budget that buys one direction buys one)."""
+    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x: 1e-3)
+    p = registry.problem("bundle_adjustment")
+    inputs = cell_inputs(p, p.size("n3-m10-p30"), "vmap_jacfwd", "float64")
+    want, _ = example_by_example(p, inputs, "vmap_jacfwd")
+    for budget, count in ((0.05, ref_module.DIRECTIONS), (0.005, 1)):  # 15 columns × 4 evaluations > 0.05 s
+        ref_module.clear_cache()
+        r = reference(p, "n3-m10-p30", "vmap_jacfwd", inputs, budget=budget)
+        assert r.value is None and len(r.directional) == count and f"for {count} seeded v" in r.method
+        assert r.cost <= max(budget, 4e-3)
+        for d in r.directional:
+            assert d.expected.shape == (30, 3) and scaled_error(d.apply(want), d.expected) <= 1e-9
+
+
+def counted_problem(batch_mixing: bool):
+    """A per-example problem that counts its Python calls; with `batch_mixing`, f(w, batch) subtracts the batch's
+    mean, so its rows are not the examples' outputs (a batch norm's shape of problem)."""
+    calls = [0]
+
+    @problem(sizes=[dict(B=10), dict(B=1000)], wrt="w", batch="X", complex_step_safe=True,
+             operators=("value", "vmap_jacfwd", "pmap_value"))
+    def counted(w, X, /, *, xp):
+        calls[0] += 1
+        out = xp.sin(X * w)  # (B, 3) for the batch, (3,) for one example
+        return out - xp.mean(out, axis=0) if batch_mixing and X.ndim == 2 else out
+
+    @counted.inputs
+    def _(rng, B):
+        return {"w": rng.standard_normal(3), "X": rng.standard_normal((B, 3))}
+    return counted.build(), calls
+
+
+def test_the_cost_of_a_per_example_reference_does_not_grow_with_the_batch():
+    """The problem's Python calls for a per-example reference are a few dozen for 10 examples and for 1000 alike
+    (they vary by a few with the timing of one evaluation, which repeats while it is quick)."""
+    p, calls = counted_problem(batch_mixing=False)
+    counts = []
+    for size in p.sizes:
+        ref_module.clear_cache()
+        inputs = cell_inputs(p, size, "vmap_jacfwd", "float64")
+        calls[0] = 0
+        r = reference(p, size, "vmap_jacfwd", inputs)
+        counts.append(calls[0])
+        X, w = inputs.batch, inputs.wrt
+        assert scaled_error(r.value, np.stack([np.diag(np.cos(x * w) * x) for x in X])) <= r.error_bound
+    assert max(counts) < 60
+
+
+def test_a_batch_that_mixes_examples_is_checked_on_a_seeded_subset_of_them():
+    """Where f(w, batch)'s rows are not f(w, bᵢ), the reference says why and checks a few examples, each
+    against its own slice of the result, at a cost that does not grow with the batch."""
+    p, calls = counted_problem(batch_mixing=True)
+    size = p.sizes[1]
+    inputs = cell_inputs(p, size, "vmap_jacfwd", "float64")
+    ref_module.clear_cache()
+    calls[0] = 0
+    r = reference(p, size, "vmap_jacfwd", inputs)
+    assert calls[0] < 200
+    assert r.value is None and f"{ref_module.EXAMPLES_CHECKED} seeded examples of 1000" in r.method
+    assert "row 0 of f(w, batch) differs" in r.method
+    X, w = inputs.batch, inputs.wrt
+    right = np.stack([np.diag(np.cos(x * w) * x) for x in X])
+    assert max(scaled_error(d.apply(right), d.expected) for d in r.directional) <= r.error_bound
+    wrong = right.copy()
+    wrong[[int(np.argmax(d.left)) for d in r.directional][0], 0, 0] += 1.0
+    assert max(scaled_error(d.apply(wrong), d.expected) for d in r.directional) > 0.1
+    # past the budget: one Jᵢ·v per checked example, as many examples as the budget buys (one here)
+    ref_module.clear_cache()
+    tight = reference(p, size, "vmap_jacfwd", inputs, budget=1e-12)
+    assert len(tight.directional) == 1 and "each Jᵢ·v for a seeded v" in tight.method
+    (d,) = tight.directional
+    assert d.expected.shape == (3,) and scaled_error(d.apply(right), d.expected) <= tight.error_bound
 
 
 def test_complex_step_is_refused_where_a_problem_wrongly_claims_it_is_safe():

@@ -5,6 +5,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -267,3 +268,48 @@ def test_provenance_is_typed_and_round_trips_the_header_it_was_read_from(tmp_pat
     assert json.loads(path.read_text().splitlines()[0])["provenance"] == with_env.to_json()
     old = Provenance.from_json({"host": "h", "cpu": "c"}, [{"versions": {"jax": "0.4.30"}}])
     assert (old.machine.host, old.machine.frameworks) == ("h", (("jax", "0.4.30"),))
+
+
+def test_a_timing_cut_short_round_trips_and_older_files_read_and_resume_under_schema_3(tmp_path):
+    """Issue 39: `timing.stopped` and 1-sample timings are schema 3; a schema-2 file reads as before (`stopped`
+    empty) and resuming it upgrades its header, so an older adcompare refuses the mix instead of ranking it."""
+    cell = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float32")
+    few = Measurement(cell, Status.OK, timing=Timing((2.5,), 1, 2.6, stopped="cell timeout"),
+                      check=Check(1e-7, 1e-4, "central differences"))
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path, {"host": "h"}) as w:
+        w.add(few)
+    assert json.loads(path.read_text().splitlines()[0])["schema"] == SCHEMA == 3
+    got = load([path]).measurements[0].timing
+    assert got.stopped == "cell timeout" and got.few_samples and got.spread is None and got.median == 2.5
+
+    old = tmp_path / "old.jsonl"
+    with ResultsWriter(old, {"host": "h"}) as w:
+        w.add(_m("n10"))
+    lines = old.read_text().splitlines()
+    record = json.loads(lines[-1])
+    del record["timing"]["stopped"]  # as schema 2 wrote it
+    old.write_text("\n".join([json.dumps({**json.loads(lines[0]), "schema": 2}), *lines[1:-1], json.dumps(record)])
+                   + "\n")
+    before = load([old]).measurements[0].timing
+    assert before.stopped == "" and not before.few_samples and before.spread == before.iqr
+    with ResultsWriter(old, {"host": "h"}, resume=True) as w:
+        w.add(replace(few, cell=replace(cell, size="n100")))
+    assert json.loads(old.read_text().splitlines()[0])["schema"] == 3
+    assert [m.timing.stopped for m in load([old]).measurements] == ["", "cell timeout"]
+
+
+def test_a_cell_with_one_or_two_samples_has_a_median_and_no_interval_or_ranking():
+    """Issue 39: a 1–2-sample timing (a slow cell's few calls) gets no IQR, no bootstrap interval, no verdict."""
+    from adcompare.analysis.cell_rows import COLUMNS, rows
+
+    cell = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")
+    few = Measurement(cell, Status.OK, timing=Timing((2.0, 2.2), 1, 2.5, stopped="deadline"))
+    full = Measurement(replace(cell, adapter="torch"), Status.OK, timing=Timing((1.0,) * 7, 1, 1.5))
+    assert Bootstrap().ratio("a", few.measured, "b", full.measured) is None
+    names = [c.name for c in COLUMNS]
+    row = dict(zip(names, rows([few], {}, COLUMNS)[0]))
+    assert row["iqr_s"] == "" and row["samples"] == "2" and row["stopped"] == "deadline"
+    assert row["median_s"] == "2.1"
+    (verdict,) = summarize([few, full], Bootstrap())[0].every_size
+    assert verdict.fastest is full and verdict.rivals[0].ratio is None and not verdict.clear  # 2.1× but untested

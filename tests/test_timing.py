@@ -95,3 +95,30 @@ def test_blocks_grow_to_their_length_when_the_warm_up_calls_were_slower_than_ste
     timing = measure(Prepared(run), lambda out: None, 0.0, compiled=False, policy=policy)
     assert timing.warmup_calls == 2 and timing.number > 10
     assert len(timing.samples) < 100  # blocks of about block_time, not of one call
+
+
+def _sleeper(seconds: float):
+    def run():
+        time.sleep(seconds)
+    return Prepared(run)
+
+
+def test_a_slow_cell_is_timed_without_warm_up_one_call_per_block_until_its_deadline():
+    """Rule 7: a first call and a second call over the block allotment make a slow cell: every call after the
+    first is a sample (none a warm-up), each reported as it finishes, until the next would end past the deadline."""
+    policy = TimingPolicy(max_time=0.07, min_samples=7)  # allots 10 ms to a block
+    reported: list[tuple[float, float]] = []
+    timing = measure(_sleeper(0.03), lambda out: None, 0.03, compiled=False, policy=policy,
+                     deadline=time.perf_counter() + 0.1, on_call=lambda wall, cpu: reported.append((wall, cpu)))
+    assert timing.warmup_calls == 0 and timing.number == 1 and timing.stopped == "deadline"
+    assert 1 <= len(timing.samples) < 7 and list(timing.samples) == [wall for wall, _ in reported]
+    assert all(s >= 0.03 for s in timing.samples)
+    unbounded = measure(_sleeper(0.03), lambda out: None, 0.03, compiled=False, policy=policy)
+    assert len(unbounded.samples) == 7 and unbounded.stopped == ""  # no deadline: min_samples (hard_limit 20 s)
+
+
+def test_a_first_call_slow_only_because_it_compiled_leaves_the_cell_on_the_usual_rule():
+    policy = TimingPolicy(warmup_time=0.0, block_time=0.001, min_time=0.0, max_time=0.07, precision=1e6)
+    timing = measure(Prepared(_work), lambda out: None, 5.0, compiled=True, policy=policy)
+    assert timing.warmup_calls >= 2 and timing.number > 1 and timing.stopped == ""
+    assert timing.compile_method == "first call minus steady state"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from adcompare.model.cell import Cell
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
@@ -51,6 +53,14 @@ def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
     assert skipped.status is Status.SKIPPED and "n3 timed out" in skipped.message
     for fine in (_cell("fine"), compiled_fine):  # the eager cell after a crash and the compiled one after a timeout
         assert got[fine].status is Status.OK and got[fine].timing.median > 0, got[fine].message
+        # Issue 39: the worker's own seconds by stage, which with the framework's fit in the cell's wall time
+        t, details = got[fine].timing, got[fine].details
+        overhead = details["overhead_seconds"]
+        assert set(overhead) == {"inputs", "setup", "reference", "check", "timing_loop"}
+        assert all(v >= 0 for v in overhead.values()) and 0 < t.call_seconds <= t.total_seconds
+        assert overhead["timing_loop"] == pytest.approx(t.total_seconds - t.call_seconds, abs=1e-3)
+        inside = sum(overhead.values()) + details["prepare_seconds"] + t.first_call + t.call_seconds
+        assert inside <= details["wall_seconds"] + 1e-3
 
 
 def test_small_cell_after_a_big_one_reports_its_own_peak(fault_registry):
@@ -154,3 +164,25 @@ def test_a_killed_run_takes_its_worker_with_it(tmp_path):
             return
         time.sleep(0.05)
     raise AssertionError(f"worker {worker} outlived its run")
+
+
+def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_the_finished_calls(fault_registry):
+    """Issue 39: a cell whose calls exceed the block allotment is timed without a warm-up, one call per block, until
+    its next call would end past its timeout (n3); a worker stopped by the timeout keeps the calls it reported as a
+    measurement with few samples (n4), or, when only the first call finished, a timeout with a lower bound (n5).
+    The timeout stops 60 s sleeps (10× and more what it guards); the 0.4 s calls are sleeps, not CPU."""
+    policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)  # 30 never fit in 4 s
+    cells = [_cell("slow_calls", size) for size in ("n3", "n4", "n5")]
+    out = runner.run(fault_registry, Plan(tuple(cells), ()), runner.RunOptions(timeout=4.0, threads=1, policy=policy))
+    got = {m.cell.size: m for m in out}
+    deadline, kept, bound = got["n3"], got["n4"], got["n5"]
+    assert deadline.status is Status.OK and deadline.timing.stopped == "deadline", deadline.message
+    t = deadline.timing
+    assert t.warmup_calls == 0 and t.number == 1 and 2 <= len(t.samples) < 30
+    assert all(0.4 <= s < 4.0 for s in t.samples) and t.first_call >= 0.4
+    assert kept.status is Status.OK and kept.timing.stopped == "cell timeout"
+    assert len(kept.timing.samples) == 1 and 0.4 <= kept.timing.samples[0] < 4.0 and kept.timing.few_samples
+    assert kept.check is not None and "1 timed call before the 4 s cell timeout" in kept.message
+    assert bound.status is Status.TIMEOUT and bound.timing is None and bound.check is not None
+    assert bound.details["first_call_seconds"] >= 0.4 and bound.details["lower_bound_seconds"] > 0
+    assert "no timed call finished within the 4 s cell timeout" in bound.message

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adcompare.model.measurement import Timing
+from adcompare.model.measurement import FEW_SAMPLES, Timing
 
 RESAMPLES = 2000
 LEVEL = 0.95
 SEED = 20240607
 METHOD = (f"95 % percentile bootstrap interval of the ratio of medians ({RESAMPLES} resamples of the per-block "
           f"samples of each cell, seeded); \"no clear winner\" when the interval contains 1")
-MIN_SAMPLES = 3
+MIN_SAMPLES = FEW_SAMPLES  # a timing with fewer has a median and no interval (Timing.few_samples)
 CHUNK_VALUES = 2_000_000  # resampled values held at once (16 MB)
 FLOAT_MAX = float(np.finfo(float).max)
 

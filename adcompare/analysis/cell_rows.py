@@ -51,8 +51,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("status", lambda m, costs: m.status.value),
     Column("support", lambda m, costs: m.support.value if m.support else ""),
     Column("median_s", timing_field("median"), "seconds"),
-    Column("iqr_s", timing_field("iqr"), "seconds"),
+    Column("iqr_s", timing_field("spread"), "seconds"),  # none for 1–2 samples (Timing.spread)
     Column("samples", lambda m, costs: len(m.timing.samples) if m.timing else None, "number"),
+    # why a timing has fewer samples than its rule asks (a slow cell's deadline, its cell timeout), shown when any has
+    Column("stopped", lambda m, costs: m.timing.stopped if m.timing else "", shown=False, shown_when_filled=True),
     Column("calls_per_sample", timing_field("number"), "number", shown=False),
     Column("first_call_s", timing_field("first_call"), "seconds", shown=False),
     Column("compile_s", lambda m, costs: compile_seconds(m) if m.compiled else None, "seconds"),

@@ -90,7 +90,7 @@ def _lines(cells: Iterable[Measurement], x: Callable[[Measurement], float], y: C
         # IQR-wide band around the median, floored at the fastest sample: a noisy cell's median − IQR/2 can be
         # negative, which would force the whole log axis linear.
         spread = tuple((x(m), max(t.median - t.iqr / 2, t.min), t.median + t.iqr / 2)
-                       for m in ms for t in [m.measured]) if band else ()
+                       for m in ms for t in [m.measured] if not t.few_samples) if band else ()  # none for 1–2
         out.append(Line(label, ms[0], points, spread))
     return out
 
@@ -220,7 +220,7 @@ def across_devices(title: str, members: Sequence[DeviceSeries]) -> Plot | None:
         band = tuple((math.log2(st.devices), max(st.measurement.measured.median - st.measurement.measured.iqr / 2,
                                                  st.measurement.measured.min),
                       st.measurement.measured.median + st.measurement.measured.iqr / 2)
-                     for st in s.steps if timed(st.measurement))
+                     for st in s.steps if timed(st.measurement) and not st.measurement.measured.few_samples)
         c = s.first.cell
         panels.setdefault((c.operator, c.size), []).append(Line(entry(s.first), s.first, points, band))
     if not panels:

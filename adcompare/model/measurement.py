@@ -22,6 +22,7 @@ BUILTIN_COMPILES = {
     "autograd": {"compiled": "eager"},
 }
 AHEAD_OF_TIME = "ahead of time"  # how a compile_method that was paid in prepare, outside the first call, begins
+FEW_SAMPLES = 3  # below this many samples a timing has a median but no interval (analysis/bootstrap.MIN_SAMPLES)
 
 
 def declared_compiles(cell: Cell) -> str:
@@ -77,6 +78,24 @@ class Timing:
     # With rounds: how many of `samples` each round timed, in order (what lets compare pair the blocks of two
     # environments timed in lockstep, lockstep.py). Empty in files written before it was recorded.
     round_blocks: tuple[int, ...] = ()
+    # Why timing stopped before its rule was met (timing.py rule 7), "" when it was not cut short: "deadline" (a
+    # slow cell's next call would have ended past its timeout) or "cell timeout" (the worker was stopped; these
+    # are the calls it had reported). Schema 3; files before it read "".
+    stopped: str = ""
+    # Wall seconds inside the framework's calls while timing (warm-up calls and blocks, sync included):
+    # total_seconds minus this is the timing loop's own cost. Schema 3; 0.0 where not recorded.
+    call_seconds: float = 0.0
+
+    @property
+    def few_samples(self) -> bool:
+        """Fewer than 3 samples (significance.MIN_SAMPLES): a median, but no interval or rank test of it."""
+        return len(self.samples) < FEW_SAMPLES
+
+    @property
+    def spread(self) -> float | None:
+        """The IQR where the samples can have one; None for a timing with few samples (one sample's IQR of 0
+        would claim a precision nobody measured)."""
+        return None if self.few_samples else self.iqr
 
     # Computed once, without NumPy: the report reads these ~10 times per cell for 10⁴ cells, and NumPy's median
     # costs ~50 µs on a short tuple. The values are np.median's and np.percentile's (tests/test_results.py).

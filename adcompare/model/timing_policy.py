@@ -15,4 +15,10 @@ class TimingPolicy:
     min_samples: int = 7  # the rank test of significance.py needs ≥ 7 blocks a side to decide at 0.05
     max_number: int = 1_000_000
     precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
-    hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks
+    hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks (unless a deadline is known)
+
+    @property
+    def block_allotment(self) -> float:
+        """Seconds a block may take for `min_samples` of them to fit in `max_time`: a cell whose call takes longer
+        is slow (timing.py times it without a warm-up call, one call per block)."""
+        return self.max_time / self.min_samples

@@ -9,9 +9,10 @@ derivative is checked before it is timed; a wrong one is still timed (and labell
 from __future__ import annotations
 
 import gc
+import time
 import traceback
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -26,9 +27,15 @@ from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.run import memory, timing
+from adcompare.run.protocol import Progress
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import check_result, describe, status_of
-from adcompare.verify.reference import ReferenceError
+from adcompare.verify.reference import ReferenceError, reference
+
+# A cell's details key: seconds the worker spent on the cell outside the framework's calls, by stage (inputs,
+# setup, reference, check, timing_loop); the framework's own are `prepare_seconds`, the first call and the timed
+# calls (Timing.call_seconds). Worker start-up and the parent's share are the runner's to add.
+OVERHEAD = "overhead_seconds"
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,8 @@ class ExecutionOptions:
     time: bool = True  # False for `adcompare check`: first call and check only
     policy: TimingPolicy = TimingPolicy()
     pace: timing.Pace | None = None  # asked before each timed block (timing.measure, lockstep.py)
+    deadline: float | None = None  # time.perf_counter() by which the cell must be done (timing.py rule 7)
+    progress: Callable[[Progress], None] | None = None  # told as the cell goes (worker → parent, protocol.py)
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,9 @@ class FirstCall:
     details: Mapping[str, Any] | None = None  # None when prepare or the first call raised
     check: Check | None = None  # None unless the result was validated and a check was asked for
     error: Exception | None = None  # what prepare or the first call raised
+    # Seconds of each stage that ran: "prepare" (the framework's), "reference" (the float64 reference, 0 when
+    # another cell of the worker computed it), "check" (comparing with it): what run_cell reports as overhead.
+    seconds_in: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def called(self) -> bool:
@@ -79,12 +91,14 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | None = None,
-               inputs: CellInputs | None = None, check: bool = True) -> FirstCall:
+               inputs: CellInputs | None = None, check: bool = True,
+               on_called: Callable[[float], None] | None = None) -> FirstCall:
     """Prepare → first call → validate (shape, finiteness) → check against the float64 reference, in this process.
 
     `size` and `inputs` default to the cell's own (callers with input files pass theirs); `check=False` stops
-    after the validation, for callers that compare results themselves (`run_once`). Exceptions raised by prepare
-    or the first call become a FAILED verdict carrying the exception; any other exception propagates.
+    after the validation, for callers that compare results themselves (`run_once`); `on_called` is told the
+    first call's seconds as soon as it returned (before the check). Exceptions raised by prepare or the first
+    call become a FAILED verdict carrying the exception; any other exception propagates.
     """
     size = size or problem.size(cell.size)
     inputs = inputs or cell_inputs(problem, size, cell.operator, cell.dtype)
@@ -96,11 +110,16 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     verdict = partial(FirstCall, size=size, inputs=inputs, expected_shape=want)
     stage = "prepare"
     prepared: Prepared | None = None
+    seconds_in: dict[str, float] = {}
+    began = time.perf_counter()
     try:
         prepared = adapter.prepare(Request(problem, cell.operator, cell.variant, cell.device, cell.dtype, inputs,
                                            devices=cell.devices))
+        seconds_in["prepare"] = time.perf_counter() - began
         stage = "first call"
         out, seconds = timing.first_call(prepared, adapter.sync)
+        if on_called is not None:
+            on_called(seconds)
         output = adapter.to_numpy(out)
         result = np.asarray(output)
         details = dict(prepared.details)
@@ -120,7 +139,8 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     details.update(size.provenance())  # the input file and its sha256, or the seed
     details["wrt_size"] = int(inputs.wrt.size)
     details["out_size"] = int(np.prod(ex_shape if ex_shape is not None else out_shape))
-    called = partial(verdict, prepared=prepared, output=output, result=result, seconds=seconds, details=details)
+    called = partial(verdict, prepared=prepared, output=output, result=result, seconds=seconds, details=details,
+                     seconds_in=seconds_in)
     if tuple(result.shape) != want:
         return called(status=Status.FAILED,
                       message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
@@ -130,7 +150,12 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
     if not check:
         return called(status=Status.OK)
     try:
+        began = time.perf_counter()
+        reference(problem, size, cell.operator, inputs)  # timed apart from the check (cached for it)
+        seconds_in["reference"] = time.perf_counter() - began
+        began = time.perf_counter()
         checked = check_result(problem, size, cell.operator, cell.dtype, inputs, result)
+        seconds_in["check"] = time.perf_counter() - began
     except ReferenceError as exc:
         return called(status=Status.FAILED, message=f"reference: {exc}")
     status = status_of(checked)
@@ -175,15 +200,26 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     if not capability.supported:
         return measurement(status=Status.UNSUPPORTED, message=capability.reason)
     size = problem.size(cell.size)
+    began = time.perf_counter()
     inputs = cell_inputs(problem, size, cell.operator, cell.dtype)
+    inputs_seconds = time.perf_counter() - began
+    began = time.perf_counter()
     gc.collect()
     memory.reset_host_peak()
     adapter.reset_peak_device_memory(cell.device)
-    called = first_call(adapter, problem, cell, size=size, inputs=inputs)
+    setup_seconds = time.perf_counter() - began  # a collection and the peak resets, before the first call
+    tell = options.progress or (lambda progress: None)
+    tell(Progress(Progress.STARTED))
+    called = first_call(adapter, problem, cell, size=size, inputs=inputs,
+                        on_called=lambda seconds: tell(Progress(Progress.CALLED, seconds)))
     if not called.called:
         return measurement(status=called.status, message=called.message)
     assert called.details is not None, "first_call records details whenever prepare and the first call returned"
     details = dict(called.details)
+    stages = dict(called.seconds_in)
+    details["prepare_seconds"] = round(stages.pop("prepare", 0.0), 4)
+    overhead = {"inputs": inputs_seconds, "setup": setup_seconds, **stages}  # outside the framework's calls
+    details[OVERHEAD] = {k: round(v, 4) for k, v in overhead.items()}
     if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed
         release(called.prepared)
         return measurement(status=called.status, message=called.message, details=details)
@@ -191,15 +227,22 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     assert prepared is not None and first is not None, "a checked cell was prepared and called once"
     measured = None
     if options.time:
+        tell(Progress(Progress.CHECKED, first, measurement=measurement(status=status, message=called.message,
+                                                                        check=check, details=details),
+                      compile_seconds=prepared.compile_seconds, compile_method=prepared.compile_method))
         try:
             measured = timing.measure(prepared, adapter.sync, first, compiled=bool(adapter.compiled_from(cell.variant)),
-                                      policy=options.policy, pace=options.pace)
+                                      policy=options.policy, pace=options.pace, deadline=options.deadline,
+                                      on_call=lambda wall, cpu: tell(Progress(Progress.CALL, wall, cpu)))
         except Exception as exc:
             release(prepared)
             return measurement(status=Status.FAILED, message=f"timing: {describe_exception(exc)}", check=check,
                                details=details)
     else:
         details["first_call_seconds"] = first  # check mode: one call is not a timing, so no Timing record
+    if measured is not None:
+        overhead["timing_loop"] = max(0.0, measured.total_seconds - measured.call_seconds)
+        details[OVERHEAD] = {k: round(v, 4) for k, v in overhead.items()}
     release(prepared)
     return measurement(status=status, message=called.message, timing=measured, check=check,
                        host_peak_bytes=memory.host_peak_bytes(),

@@ -59,6 +59,8 @@ def merge_rounds(rounds: Sequence[Measurement], planned: int | None = None, conf
     timing = Timing(samples=tuple(s for t in timings for s in t.samples), number=t0.number,
                     first_call=t0.first_call, compile=t0.compile, compile_method=t0.compile_method,
                     warmup_calls=t0.warmup_calls, total_seconds=sum(t.total_seconds for t in timings),
+                    call_seconds=sum(t.call_seconds for t in timings),
+                    stopped=next((t.stopped for t in timings if t.stopped), ""),
                     rounds=tuple(float(statistics.median(t.samples)) for t in timings),
                     round_minima=tuple(float(min(t.samples)) for t in timings),
                     cpu_samples=tuple(s for t in timings for s in t.cpu_samples),

@@ -20,6 +20,18 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
    times the block only when told to go; so it may time more blocks than its own rule asks (the pairing is not
    precise yet), and it stops when told to (the hard limit still stops it on its own). The first go also covers
    the warm-up, so a side is warm when its blocks start, not cooled by its partner's compile.
+7. slow cells: when the checked first call already took longer than the policy allots to a block
+   (`block_allotment`, max_time ÷ min_samples), the next call is timed as a sample, not as a warm-up; if it too
+   exceeds the allotment, the cell is slow and is timed without warm-up, one call per block, each call reported
+   (`on_call`) as it finishes, until `min_samples` calls, the median's precision, or the next call (predicted at
+   the slowest so far) would end past the `deadline` (the cell's timeout, where the caller gives one; else
+   `hard_limit`). Warm-up effects are negligible against a call of a large fraction of a second, and calls are
+   what a slow cell's timeout affords. Its samples are those calls; a timing with fewer than `min_samples`
+   says why in `stopped` ("deadline": the next call would not have fitted; the parent writes "cell timeout"
+   when it kept the calls a killed worker had reported). Like ADBench's runs, every finished call counts; we
+   keep them all and report their median like any other cell's, the minimum beside it (ADBench keeps the
+   minimum), so slow and fast cells are summarised alike. A compiled cell whose first call was slow only
+   because it compiled is not slow: its second call, under the allotment, is its first warm-up call.
 Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
 not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
@@ -27,6 +39,7 @@ first call minus steady-state median ("first call minus steady state").
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -88,14 +101,21 @@ def _calls_per_block(per_call: float, policy: TimingPolicy) -> int:
     return int(min(policy.max_number, max(1, math.ceil(policy.block_time / max(per_call, 1e-9)))))
 
 
+# timing.measure's `on_call` (rule 7): (wall seconds, process CPU seconds) of one timed call of a slow cell
+OnCall = Callable[[float, float], None]
+DEADLINE = "deadline"  # Timing.stopped: a slow cell stopped before a call that would have ended past its deadline
+
+
 def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, *,
             compiled: bool, policy: TimingPolicy = TimingPolicy(),
-            pace: Pace | None = None) -> Timing:
-    """Steady-state timing after a first call that the caller already made (and checked); `pace`: rule 6 above."""
+            pace: Pace | None = None, deadline: float | None = None, on_call: OnCall | None = None) -> Timing:
+    """Steady-state timing after a first call that the caller already made (and checked); `pace`: rule 6 above;
+    `deadline` (a time.perf_counter() value) and `on_call`: rule 7."""
     run = prepared.run
     began = time.perf_counter()
 
     cpu_samples: list[float] = []
+    in_calls = [0.0]  # wall seconds inside the calls, for the timing loop's own cost (Timing.call_seconds)
 
     def block(number: int) -> float:
         cpu, start = time.process_time(), time.perf_counter()
@@ -103,12 +123,22 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
             sync(run())
         elapsed = time.perf_counter() - start
         cpu_samples.append((time.process_time() - cpu) / number)
+        in_calls[0] += elapsed
         return elapsed
 
     # The first go covers the warm-up and the first block; none means the parent is gone: time unpaced.
     if pace is not None and not pace(False, None, None, 0.0):
         pace = None
     warm, calls, fastest = 0.0, 0, math.inf
+    if pace is None and first_call_seconds > policy.block_allotment:  # rule 7: perhaps a slow cell
+        elapsed = block(1)
+        if elapsed > policy.block_allotment:
+            if on_call is not None:
+                on_call(elapsed, cpu_samples[-1])
+            slow = _slow(prepared, sync, first_call_seconds, elapsed, cpu_samples, policy=policy, compiled=compiled,
+                         began=began, deadline=deadline, on_call=on_call, block=block)
+            return dataclasses.replace(slow, call_seconds=in_calls[0])
+        warm, calls, fastest = elapsed, 1, elapsed  # it compiled on its first call: this was a warm-up call
     while calls < 2 or warm < policy.warmup_time:
         elapsed = block(1)
         warm += elapsed
@@ -137,12 +167,38 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         done = enough or (spent >= policy.max_time and full) or precise(samples, policy)
         if spent >= policy.hard_limit or (done and pace is None):
             break
-    timing = Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
-                    warmup_calls=calls)
+    return finish(prepared, Timing(samples=tuple(samples), number=number, first_call=first_call_seconds,
+                                   warmup_calls=calls, total_seconds=time.perf_counter() - began,
+                                   cpu_samples=tuple(cpu_samples), call_seconds=in_calls[0]), compiled=compiled)
+
+
+def finish(prepared: Prepared, timing: Timing, *, compiled: bool) -> Timing:
+    """The timing with its compile time: the adapter's, ahead of time, else first call minus the median."""
     compile_seconds, method = prepared.compile_seconds, prepared.compile_method
     if compile_seconds is None and compiled:
-        compile_seconds = max(0.0, first_call_seconds - timing.median)
+        compile_seconds = max(0.0, timing.first_call - timing.median)
         method = method or FIRST_CALL_MINUS_STEADY
-    return Timing(samples=timing.samples, number=number, first_call=first_call_seconds, compile=compile_seconds,
-                  compile_method=method if compile_seconds is not None else "", warmup_calls=calls,
-                  total_seconds=time.perf_counter() - began, cpu_samples=tuple(cpu_samples))
+    return dataclasses.replace(timing, compile=compile_seconds,
+                               compile_method=method if compile_seconds is not None else "")
+
+
+def _slow(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, second: float,
+          cpu_samples: list[float], *, policy: TimingPolicy, compiled: bool, began: float, deadline: float | None,
+          on_call: OnCall | None, block: Callable[[int], float]) -> Timing:
+    """Rule 7: one call per block, no warm-up, each call reported; stops at min_samples, at the precision, or
+    before a call that would end past the deadline (without one, at hard_limit)."""
+    samples, stopped = [second], ""
+    while len(samples) < policy.min_samples and not precise(samples, policy):
+        now = time.perf_counter()
+        if deadline is None:
+            if now - began >= policy.hard_limit:
+                break
+        elif now + max(samples) > deadline:
+            stopped = DEADLINE
+            break
+        samples.append(block(1))
+        if on_call is not None:
+            on_call(samples[-1], cpu_samples[-1])
+    return finish(prepared, Timing(samples=tuple(samples), number=1, first_call=first_call_seconds,
+                                   warmup_calls=0, total_seconds=time.perf_counter() - began,
+                                   cpu_samples=tuple(cpu_samples), stopped=stopped), compiled=compiled)

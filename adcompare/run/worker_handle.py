@@ -1,8 +1,10 @@
 """The parent's handle on a worker process: start it, send cells, read records, survive its death.
 
 The messages are protocol.py's. A worker that dies mid-cell yields a `crashed` record naming the signal; one that
-runs past the cell's timeout is killed and yields `timeout`. Either way the next `run` starts a fresh worker, so
-one bad cell costs one cell.
+runs past the cell's timeout is killed, and the cell keeps what the worker reported finishing (`Progress`): the
+timed calls of a slow cell as a measurement with few samples (`Timing.stopped` "cell timeout"), else a `timeout`
+that says how far it got and a lower bound on the call it was stopped in. Either way the next `run` starts a fresh
+worker, so one bad cell costs one cell.
 """
 from __future__ import annotations
 
@@ -14,15 +16,27 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from adcompare.model.cell import Cell
-from adcompare.model.measurement import Measurement
+from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
-from adcompare.run.protocol import TURN, WORKER, CellRecord, Go, Request, Turn, WorkerInfo, line
+from adcompare.run.protocol import (
+    PROGRESS,
+    TURN,
+    WORKER,
+    CellRecord,
+    Go,
+    Progress,
+    Request,
+    Turn,
+    WorkerInfo,
+    line,
+)
+from adcompare.run.timing import FIRST_CALL_MINUS_STEADY
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
@@ -80,6 +94,7 @@ class WorkerProcess:
     _buffer: bytes = field(default=b"", repr=False)
     _log: Any = field(default=None, repr=False)
     _eof: bool = field(default=False, repr=False)
+    _progress: list[tuple[float, Progress]] = field(default_factory=list, repr=False)  # (when received, what)
 
     @property
     def alive(self) -> bool:
@@ -161,7 +176,7 @@ class WorkerProcess:
 
     def run(self, cell: Cell, *, timeout: float, time_it: bool = True,
             policy: TimingPolicy = TimingPolicy()) -> Measurement:
-        self.submit(Request(cell, time_it, policy))
+        self.submit(Request(cell, time_it, policy, timeout=timeout, progress=True))
         answer = self.answer(cell, timeout, timeout)
         if isinstance(answer, Turn):  # only a paced request is answered with turns
             self.kill()
@@ -173,6 +188,7 @@ class WorkerProcess:
         if not self.alive:
             self.start()
         assert self._proc is not None and self._proc.stdin is not None, "start() leaves a worker with a stdin pipe"
+        self._progress = []
         self._write(line(request))
 
     def go(self, on: bool) -> None:
@@ -191,7 +207,11 @@ class WorkerProcess:
         """The worker's next record for `cell` — a `Turn` (paced requests only) or the cell's measurement — or,
         when nothing comes within `wait` seconds, the cell's `timeout` record (the worker is killed; `timeout` is
         the cell timeout the message names), or its `crashed` record when the worker died."""
+        until = time.monotonic() + max(wait, 0.0)
         record = self._read(max(wait, 0.0))
+        while record is not None and record.get("record") == PROGRESS:
+            self._progress.append((time.monotonic(), Progress.from_json(record)))
+            record = self._read(max(until - time.monotonic(), 0.0))
         if record is not None:
             if record.get("record") == TURN:
                 return Turn.from_json(record)
@@ -201,7 +221,7 @@ class WorkerProcess:
             return answer.measurement
         if not self._eof:
             self.kill()
-            return Measurement(cell, Status.TIMEOUT, f"ran past the {timeout:g} s cell timeout; worker stopped")
+            return kept(cell, self._progress, timeout, time.monotonic())
         reason = self._death_reason()
         self.close()
         return Measurement(cell, Status.CRASHED, reason)
@@ -238,3 +258,47 @@ class WorkerProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+STOPPED = "cell timeout"  # Timing.stopped of the calls kept from a worker its cell's timeout stopped
+
+
+def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now: float) -> Measurement:
+    """What a cell stopped by its timeout keeps: its finished timed calls as a measurement with few samples, or a
+    `timeout` naming the stage it was stopped in and, for a call, how long it had run (a lower bound)."""
+    stages = {p.stage: (when, p) for when, p in progress}
+    calls = [p for _, p in progress if p.stage == Progress.CALL]
+    limit = f"the {timeout:g} s cell timeout"
+    if Progress.CHECKED in stages:
+        when, checked = stages[Progress.CHECKED]
+        m = checked.measurement
+        assert m is not None and checked.seconds is not None, "a CHECKED report carries the cell and its first call"
+        if calls:
+            timing = Timing(samples=tuple(p.seconds or 0.0 for p in calls), number=1, first_call=checked.seconds,
+                            warmup_calls=0, total_seconds=sum(p.seconds or 0.0 for p in calls),
+                            call_seconds=sum(p.seconds or 0.0 for p in calls),
+                            cpu_samples=tuple(p.cpu or 0.0 for p in calls), stopped=STOPPED)
+            compile_seconds, method = checked.compile_seconds, checked.compile_method
+            if compile_seconds is None and m.compiled:
+                compile_seconds, method = max(0.0, checked.seconds - timing.median), FIRST_CALL_MINUS_STEADY
+            timing = replace(timing, compile=compile_seconds,
+                             compile_method=method if compile_seconds is not None else "")
+            note = f"{len(calls)} timed call{'s' if len(calls) != 1 else ''} before {limit} stopped the worker"
+            return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])))
+        last = progress[-1][0]
+        return replace(m, status=Status.TIMEOUT, timing=None,
+                       message=f"no timed call finished within {limit} (first call {checked.seconds:.3g} s, "
+                               f"checked); the call it was stopped in had run {now - last:.3g} s",
+                       details={**m.details, "first_call_seconds": checked.seconds,
+                                "lower_bound_seconds": round(now - last, 4)})
+    if Progress.CALLED in stages:
+        when, called = stages[Progress.CALLED]
+        return Measurement(cell, Status.TIMEOUT, f"the first call took {called.seconds:.3g} s; checking it "
+                                                 f"against the float64 reference ran past {limit}",
+                           details={"first_call_seconds": called.seconds})
+    if Progress.STARTED in stages:
+        when, _ = stages[Progress.STARTED]
+        return Measurement(cell, Status.TIMEOUT, f"prepare and the first call ran past {limit}: at least "
+                                                 f"{now - when:.3g} s",
+                           details={"lower_bound_seconds": round(now - when, 4)})
+    return Measurement(cell, Status.TIMEOUT, f"ran past {limit}; worker stopped")

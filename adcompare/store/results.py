@@ -1,6 +1,6 @@
 """The results file: versioned JSON Lines with a provenance header, one record per cell appended as it finishes.
 
-Line 1: {"format": "adcompare-results", "schema": 2, "provenance": {..., "machine": {...}}}
+Line 1: {"format": "adcompare-results", "schema": 3, "provenance": {..., "machine": {...}}}
 Then one object per line: {"record": "cell", ...Measurement.to_json()}, {"record": "worker", ...start-up info} or
 {"record": "machine", ...Machine.to_json()} (the fingerprints that cell records name in "machine").
 A truncated last line (a killed run) is dropped with a warning; a file that is not adcompare results, or has a
@@ -11,7 +11,11 @@ machine fingerprint to every cell record and to the merge key, and (additive) th
 loaded (`versions`) and, for a cell of a named environment (`run --env`), `cell.environment` and the header's
 `environments` (requirements, interpreter, installed versions, fingerprint of each), and (additive, no bump) a
 timed cell's `timing.rounds`, the median of each round of `run --rounds N` (rounds.py): files without it read as
-before (empty, compared on the within-run rule), and an adcompare that predates it ignores it.
+before (empty, compared on the within-run rule), and an adcompare that predates it ignores it; 3 adds
+`timing.stopped` (why a timing has fewer samples than its rule asks: a slow cell's deadline, or the calls kept from a
+worker its cell timeout stopped, worker_handle.py), and a timed cell may now have 1 or 2 samples. The bump makes an
+adcompare that predates it refuse such a file instead of ranking a 1-sample cell as a full one; files of schema 1
+and 2 read as before (`stopped` empty: every timing in them ran its rule to the end).
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ from adcompare.store.record_validity import record_problem
 from adcompare.verify.finish import finished
 
 FORMAT = "adcompare-results"
-SCHEMA = 2
+SCHEMA = 3
 
 
 @dataclass(frozen=True)
@@ -236,15 +240,33 @@ class ResultsWriter(RunObserver):
             raise UsageError(f"results file {str(self.path)!r} is being written by another adcompare run; wait for "
                              f"it to finish or choose another -o") from None
         if resume and self.path.stat().st_size > 0:
-            _read_lines(self.path)  # refuse foreign files before appending
+            head, _, _ = _read_lines(self.path)  # refuse foreign files before appending
             data = self.path.read_bytes()
             keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1  # a killed run's partial line
+            if head["schema"] < SCHEMA:  # upgrade: its records read unchanged under this schema, ours would not
+                self._upgrade_header(data, head)  # under its own (a schema-2 reader would rank 1-sample cells)
             self._file.truncate(keep)
             self._file.seek(keep)
         else:
             self._file.truncate(0)
             self._write(header(provenance))
         self.add_machine(self.machine)  # a resume may run on another machine than the one that started the file
+
+    def _upgrade_header(self, data: bytes, head: dict[str, Any]) -> None:
+        """The header line rewritten with this schema, in place and byte for byte the same length (the schema is one
+        digit), so that no moment of the rewrite leaves the file without its records; a header that would change
+        length (edited by hand) is refused rather than risked."""
+        old = data.split(b"\n", 1)[0]
+        new = json.dumps({**head, "schema": SCHEMA}).encode()
+        if len(new) != len(old):
+            new = old.replace(f'"schema": {head["schema"]}'.encode(), f'"schema": {SCHEMA}'.encode(), 1)
+        if len(new) != len(old) or json.loads(new).get("schema") != SCHEMA:
+            self._file.close()
+            raise UsageError(f"cannot upgrade {str(self.path)!r} from results schema {head['schema']} to {SCHEMA} "
+                             f"in place; resume into a new file (-o NEW.jsonl) and report both")
+        self._file.seek(0)
+        self._file.write(new.decode())
+        self._file.flush()
 
     def add_machine(self, machine: Machine) -> None:
         self._write({"record": "machine", **machine.to_json()})

@@ -133,7 +133,8 @@ def evaluation_seconds(shapes: Shapes) -> float:
 
 def reference_seconds(operator: str, shapes: Shapes) -> float:
     """The float64 reference through NumPy: value needs one evaluation, directional forms a few, full derivatives
-    one central difference per basis vector up to the differencing budget (then directional checks)."""
+    one central difference per basis vector up to the differencing budget (then directional checks). Per-example
+    operators difference the whole batch at once (`shapes` is the whole batch's evaluation), not each example."""
     s = spec(operator)
     ops = shapes.operations or DEFAULT_OPERATIONS
     evaluation = EVALUATION + ops * DISPATCH["autograd"] + evaluation_seconds(shapes)
@@ -141,8 +142,7 @@ def reference_seconds(operator: str, shapes: Shapes) -> float:
         return evaluation
     if s.takes is not None:
         return 6 * evaluation * (2 if s.order == 2 else 1)
-    examples = (shapes.batch or 1) if s.per_example else 1
-    full = 2 * shapes.n_in * evaluation * (shapes.n_in if s.order == 2 else 1) * examples
+    full = 2 * shapes.n_in * evaluation * (shapes.n_in if s.order == 2 else 1)
     return min(full, FULL_REFERENCE_BUDGET + 12 * evaluation)
 
 

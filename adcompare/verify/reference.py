@@ -30,7 +30,13 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   propagates derivatives like forward mode, compared with the float64 reference along seeded directions. It is
   measured only where the complex step is verified against central differences at float64, whatever the
   problem declares (it only widens the tolerance; it never replaces the reference).
-- Per-example operators: one reference per example bᵢ, differentiating f(wrt, bᵢ).
+- Per-example and data-parallel operators: every example's derivative from evaluations of the whole batch,
+  f(w, batch), whose row i is f(w, bᵢ) (checked at the point and nearby for the first, last and seeded rows):
+  differencing it along v gives every Jᵢ·v at once, the same numbers as differencing each example (the step
+  depends on w and v only), at the price of a few NumPy evaluations instead of one Python call per example.
+  Where the batch is not evaluated that way (a problem that mixes examples), a seeded subset of examples is
+  checked, each against its slice of the result; a data-parallel mean then calls every example.
+- Every path honours the budget: directional checks too are cut to what it buys (never fewer than one).
 - Nested operators (`nested_ff` …, derivatives taken inside the problem): the problem's closed form where it
   declares one (saddle, particle: the same algorithm with exact derivatives); otherwise the problem through NumPy,
   whose `adcompare.grad` takes central differences, with a stated error bound of 1e-5 (differences of differences).
@@ -149,18 +155,16 @@ class _Point:
     def function(self, problem: Problem) -> Function:
         return problem.bind(np, self.constants)
 
-    def examples(self, problem: Problem) -> list[Function]:
-        fn = problem.bind(np, self.constants)
+    def example(self, problem: Problem, i: int) -> Function:
+        """f(w, bᵢ): example i of the batch alone."""
+        fn, b = problem.bind(np, self.constants), self.examples_batch[i]
+        return lambda w: fn(w, b)
 
-        def example(b: np.ndarray) -> Function:
-            return lambda w: fn(w, b)
-        return [example(b) for b in self.examples_batch]
-
-    def batch_mean(self, problem: Problem) -> Function:
-        """The mean over the batch of the per-example f(w, bᵢ): what a data-parallel gradient differentiates,
-        whatever the device count (the average of the slices' means, slices of equal length)."""
-        examples = self.examples(problem)
-        return lambda w: sum(g(w) for g in examples) / len(examples)
+    def whole_batch(self, problem: Problem) -> Function:
+        """f(w, batch): the whole batch in one evaluation (per-example outputs stacked, where the problem
+        broadcasts over its batch: `_batched` checks that it does before relying on it)."""
+        fn, b = problem.bind(np, self.constants), self.examples_batch
+        return lambda w: fn(w, b)
 
 
 def _float64(value: Any) -> Any:
@@ -194,7 +198,7 @@ def _rounding_error(problem: Problem, pt: _Point, operator: str, differ: Differ,
     if dtype == np.float64 or not np.issubdtype(dtype, np.floating):
         return 0.0
     per_example = spec(operator).per_example
-    f64 = pt.examples(problem)[0] if per_example else pt.function(problem)
+    f64 = pt.example(problem, 0) if per_example else pt.function(problem)
     if not differ.complex_step:
         key = (problem, pt.where, "complex step works", per_example)
         if key not in _SHARED:
@@ -224,16 +228,77 @@ def _directions(shape: tuple[int, ...], salt: int) -> list[np.ndarray]:
     return [rng.standard_normal(shape) for _ in range(DIRECTIONS)]
 
 
+def _affordable(budget: float, each: float, most: int) -> int:
+    """How many checks of `each` seconds the budget buys: at most `most`, at least one (a cell is never timed
+    unchecked; one check over the budget is the least a reference can cost)."""
+    return max(1, min(most, int(budget // each) if each > 0 else most))
+
+
+def _shared(key: tuple, compute: Any) -> Any:
+    """An intermediate result kept for the other operators at the same point (full Jacobians, batch checks)."""
+    if key not in _SHARED:
+        if len(_SHARED) >= _CACHE_LIMIT // 8:
+            _SHARED.pop(next(iter(_SHARED)))
+        _SHARED[key] = compute()
+    return _SHARED[key]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The batch: every example at once
+
+
+def _batched(problem: Problem, pt: _Point) -> tuple[Function | None, str]:
+    """(f(w, batch), "") where one evaluation of the whole batch gives every example's output, stacked; else
+    (None, why not). Differencing it along v gives every example's Jᵢ·v at once, exactly as differencing each
+    f(w, bᵢ) does (the step depends on w and v alone, shared by all examples), in one NumPy evaluation instead of
+    one Python call per example (BA's 182,072 examples: 323 s before)."""
+    why_not = _shared((problem, pt.where, "batched"), lambda: _batch_mismatch(problem, pt))
+    return (None, why_not) if why_not else (pt.whole_batch(problem), "")
+
+
+BATCH_PROBE_TOLERANCE = 1e-10  # scaled: rounding of a batched against a single evaluation (BLAS paths) is far below
+
+
+def _batch_mismatch(problem: Problem, pt: _Point) -> str:
+    """Why row i of f(w, batch) is not f(w, bᵢ), at the point and at a seeded nearby point, for the first, last
+    and a few seeded examples; "" when it is. A problem that mixes examples (a batch norm, a mean over the batch)
+    fails here and is referenced example by example instead."""
+    count = len(pt.examples_batch)
+    rng = np.random.default_rng([DIRECTION_SEED, 6])
+    rows = sorted({0, count - 1, *(int(i) for i in rng.integers(0, count, size=min(count, 3)))})
+    nearby = pt.x + 1e-3 * np.maximum(1.0, np.abs(pt.x)) * rng.standard_normal(pt.x.shape)
+    whole_fn = pt.whole_batch(problem)
+    for where, w in (("the point", pt.x), ("a nearby point", nearby)):
+        try:
+            with np.errstate(all="ignore"):
+                whole = np.asarray(whole_fn(w), dtype=np.float64)
+                ones = [np.asarray(pt.example(problem, i)(w), dtype=np.float64) for i in rows]
+        except Exception as exc:  # e.g. a function written for one example only
+            return f"f(w, batch) raised {type(exc).__name__}: {exc}"
+        if whole.shape != (count, *ones[0].shape):
+            return f"f(w, batch) has shape {whole.shape}, not (batch, *f(w, bᵢ).shape) = {(count, *ones[0].shape)}"
+        for i, one in zip(rows, ones):
+            gap = scaled_error(np.nan_to_num(whole[i]), np.nan_to_num(one))
+            if not gap <= BATCH_PROBE_TOLERANCE:
+                return f"row {i} of f(w, batch) differs from f(w, b{i}) by {gap:.1e} at {where}"
+    return ""
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Per-operator references
 
 
 def _value(problem: Problem, pt: _Point, operator: str) -> Reference:
-    if spec(operator).per_example:  # pmap_value: the per-example values, one call per example
-        value = np.stack([np.asarray(g(pt.x), dtype=np.float64) for g in pt.examples(problem)])
-        return Reference(value, "exact (per-example values by NumPy at float64, one example at a time)", 0.0)
-    else:
-        value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
+    if spec(operator).per_example:  # pmap_value: the per-example values
+        whole, why_not = _batched(problem, pt)
+        if whole is not None:
+            value = np.asarray(whole(pt.x), dtype=np.float64)
+            return Reference(value, "exact (per-example values by NumPy at float64, the whole batch at once)", 0.0)
+        value = np.stack([np.asarray(pt.example(problem, i)(pt.x), dtype=np.float64)
+                          for i in range(len(pt.examples_batch))])
+        return Reference(value, f"exact (per-example values by NumPy at float64, one example at a time: "
+                                f"{why_not})", 0.0)
+    value = np.asarray(pt.function(problem)(pt.x), dtype=np.float64)
     return Reference(value, "exact (value by NumPy at float64)", 0.0)
 
 
@@ -241,71 +306,114 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     op = spec(operator)
     if op.data_parallel:  # pmap_grad: the whole batch's mean on one machine, never split (the same quantity)
         return _batch_mean_gradient(problem, pt, budget)
-    functions = pt.examples(problem) if op.per_example else [pt.function(problem)]
+    if op.per_example:
+        f, why_not = _batched(problem, pt)
+        if f is None:
+            return _example_subset(problem, pt, operator, budget, why_not)
+        count = len(pt.examples_batch)
+    else:
+        f = pt.function(problem)
     x = pt.x
-    differ, how = choose(problem, functions[0], x)
-    price = seconds_per_evaluation(differ, functions[0], x)
+    differ, how = choose(problem, f, x)
+    price = seconds_per_evaluation(differ, f, x)
 
     if operator == "jvp":
-        jv, err = differ.along(functions[0], x, pt.v, estimate=True)
+        jv, err = differ.along(f, x, pt.v, estimate=True)
         rounding = _rounding_error(problem, pt, operator, differ, [pt.v])
         return Reference(jv, f"J·v by {how}", err, cost=differ.evaluations(True) * price, rounding_error=rounding)
 
     rounding = _rounding_error(problem, pt, operator, differ, _directions(x.shape, salt=4))
-    full_cost = len(functions) * x.size * differ.evaluations(True) * price
+    full_cost = x.size * differ.evaluations(True) * price
     if full_cost <= budget:
-        key = (problem, pt.where, "jacobians", op.per_example, differ)
-        if key not in _SHARED:  # grad, vjp, jacfwd and jacrev all derive from the same Jacobians
-            if len(_SHARED) >= _CACHE_LIMIT // 8:
-                _SHARED.pop(next(iter(_SHARED)))
-            _SHARED[key] = tuple(zip(*(jacobian(g, x, differ, estimate=True) for g in functions)))
-        jacobians, errs = _SHARED[key]
-        if op.per_example:
-            value = np.stack(jacobians)
-        elif operator == "vjp":
-            value = np.tensordot(pt.u, jacobians[0], axes=pt.u.ndim)
-        else:  # grad (scalar f: J has the shape of x), jacfwd, jacrev
-            value = jacobians[0]
+        # grad, vjp, jacfwd and jacrev all derive from the same Jacobian (per example: the stacked ones)
+        jac, err = _shared((problem, pt.where, "jacobians", op.per_example, differ),
+                           lambda: jacobian(f, x, differ, estimate=True))
+        value = np.tensordot(pt.u, jac, axes=pt.u.ndim) if operator == "vjp" else jac
         what = "uᵀ·J from the full Jacobian" if operator == "vjp" else "full Jacobian"
         if op.per_example:
-            what += f", one per example ({len(functions)})"
-        return Reference(value, f"{how}, {what}", max(errs), cost=full_cost, rounding_error=rounding)
+            what += f", one per example ({count}), all from each evaluation of the whole batch"
+        return Reference(value, f"{how}, {what}", err, cost=full_cost, rounding_error=rounding)
 
-    vs = _directions(x.shape, salt=1)
+    per_direction = differ.evaluations(True) * price
+    vs = _directions(x.shape, salt=1)[:_affordable(budget, per_direction, DIRECTIONS)]
     directions, worst = [], 0.0
     for v in vs:
-        jvs, errs = zip(*(differ.along(g, x, v, estimate=True) for g in functions))
-        worst = max(worst, *errs)
-        jv = np.stack(jvs) if op.per_example else jvs[0]
+        jv, err = differ.along(f, x, v, estimate=True)  # per example: every example's Jᵢ·v, stacked
+        worst = max(worst, err)
         if operator == "vjp":  # ⟨uᵀJ, v⟩ = ⟨u, J·v⟩
             jv = np.tensordot(pt.u, jv, axes=pt.u.ndim)
         directions.append(Direction(expected=np.asarray(jv), right=v))
     lhs = "⟨R, v⟩ vs ⟨u, J·v⟩" if operator == "vjp" else "R·v vs J·v"
-    cost = len(functions) * len(vs) * differ.evaluations(True) * price
+    if op.per_example:
+        lhs += f" for every example ({count}) from each evaluation of the whole batch"
     return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would take "
-                           f"~{full_cost:.2g} s > {budget:.2g} s of differencing)", worst, tuple(directions), cost,
-                     rounding_error=rounding)
+                           f"~{full_cost:.2g} s > {budget:.2g} s of differencing)", worst, tuple(directions),
+                     len(vs) * per_direction, rounding_error=rounding)
+
+
+EXAMPLES_CHECKED = 8  # the most examples a per-example reference checks where the batch cannot be evaluated at once
+
+
+def _example_subset(problem: Problem, pt: _Point, operator: str, budget: float, why_not: str) -> Reference:
+    """Per-example operators of a problem whose f(w, batch) is not the examples' outputs stacked: a seeded subset
+    of examples, each one's full Jacobian (or Jᵢ·v past the budget) compared with that example's slice of the
+    result, so the reference's cost does not grow with the batch."""
+    x, count = pt.x, len(pt.examples_batch)
+    g0 = pt.example(problem, 0)
+    differ, how = choose(problem, g0, x)
+    price = seconds_per_evaluation(differ, g0, x)
+    rounding = _rounding_error(problem, pt, operator, differ, _directions(x.shape, salt=4))
+    per_example = x.size * differ.evaluations(True) * price
+    full = per_example <= budget
+    n = min(count, _affordable(budget, per_example if full else differ.evaluations(True) * price,
+                               EXAMPLES_CHECKED))
+    chosen = sorted(int(i) for i in np.random.default_rng([DIRECTION_SEED, 7]).choice(count, n, replace=False))
+    vs = _directions(x.shape, salt=1)
+    directions, worst = [], 0.0
+    for k, i in enumerate(chosen):
+        left = np.zeros(count)
+        left[i] = 1.0
+        if full:
+            expected, err = jacobian(pt.example(problem, i), x, differ, estimate=True)
+            directions.append(Direction(expected=expected, left=left))
+        else:  # one seeded v per example, in turn
+            v = vs[k % len(vs)]
+            expected, err = differ.along(pt.example(problem, i), x, v, estimate=True)
+            directions.append(Direction(expected=np.asarray(expected), right=v, left=left))
+        worst = max(worst, err)
+    what = "its full Jacobian" if full else "Jᵢ·v for a seeded v"
+    cost = n * (per_example if full else differ.evaluations(True) * price)
+    return Reference(None, f"directional: {n} seeded examples of {count}, each {what}, by {how} (the batch is not "
+                           f"evaluated at once: {why_not})", worst, tuple(directions), cost, rounding_error=rounding)
 
 
 def _batch_mean_gradient(problem: Problem, pt: _Point, budget: float) -> Reference:
     """∇ of the batch's mean loss by differencing that mean in float64; directional past the budget."""
-    f, x, count = pt.batch_mean(problem), pt.x, len(pt.examples_batch)
+    x, count = pt.x, len(pt.examples_batch)
+    whole, why_not = _batched(problem, pt)
+    if whole is not None:
+        f = (lambda F: lambda w: np.sum(F(w), axis=0) / count)(whole)  # complex through, for the complex step
+        what = f"gradient of the whole batch's mean over {count} examples (unsplit, the batch at once)"
+    else:  # the mean needs every example: one call each, the budget counting them all through the price
+        examples = [pt.example(problem, i) for i in range(count)]
+        f = lambda w: sum(g(w) for g in examples) / count  # noqa: E731
+        what = f"gradient of the whole batch's mean over {count} examples (unsplit, one example at a time: {why_not})"
     differ, how = choose(problem, f, x)
     price = seconds_per_evaluation(differ, f, x)
     rounding = _rounding_error(problem, pt, "pmap_grad", differ, _directions(x.shape, salt=4))  # per example
-    what = f"gradient of the whole batch's mean over {count} examples (unsplit)"
     full_cost = x.size * differ.evaluations(True) * price
     if full_cost <= budget:
         value, err = jacobian(f, x, differ, estimate=True)
         return Reference(value, f"{how}, {what}", err, cost=full_cost, rounding_error=rounding)
+    per_direction = differ.evaluations(True) * price
     directions, worst = [], 0.0
-    vs = _directions(x.shape, salt=1)
+    vs = _directions(x.shape, salt=1)[:_affordable(budget, per_direction, DIRECTIONS)]
     for v in vs:
         jv, err = differ.along(f, x, v, estimate=True)
         worst = max(worst, err)
         directions.append(Direction(expected=np.asarray(jv), right=v))
     return Reference(None, f"directional: R·v vs ∇·v by {how}, {what}, for {len(vs)} seeded v", worst,
-                     tuple(directions), len(vs) * differ.evaluations(True) * price, rounding_error=rounding)
+                     tuple(directions), len(vs) * per_direction, rounding_error=rounding)
 
 
 def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
@@ -339,15 +447,17 @@ def _second_order(problem: Problem, pt: _Point, operator: str, budget: float) ->
 
     ws = _directions(x.shape, salt=3)
     rights = [pt.v] if operator == "hvp" else vs
+    # every (w, v) pair, ordered so that a budget that buys only some still varies both sides
+    pairs = [(ws[i], rights[(i + k) % len(rights)]) for k in range(len(rights)) for i in range(len(ws))]
+    pairs = pairs[:_affordable(budget, per_bilinear, len(pairs))]
     directions, worst = [], 0.0
-    for w in ws:
-        for v in rights:
-            whv, err = so.bilinear(f, x, w, v)
-            worst = max(worst, err)
-            if operator == "hvp":
-                directions.append(Direction(expected=whv, left=w))
-            else:
-                directions.append(Direction(expected=whv, left=w, right=v))
+    for w, v in pairs:
+        whv, err = so.bilinear(f, x, w, v)
+        worst = max(worst, err)
+        if operator == "hvp":
+            directions.append(Direction(expected=whv, left=w))
+        else:
+            directions.append(Direction(expected=whv, left=w, right=v))
     lhs = "⟨w, R⟩ vs wᵀ·H·v" if operator == "hvp" else "wᵀ·R·v vs wᵀ·H·v"
     return Reference(None, f"directional: {lhs} by mixed differences ({inner_how}) for "
                            f"{len(directions)} seeded (w, v) (H·v would take ~{per_hv:.2g} s > {budget:.2g} s "
@@ -393,7 +503,7 @@ def _newton_direction(problem: Problem, pt: _Point, budget: float) -> Reference:
         value = np.array([q for q, _ in pairs]).reshape(x.shape)
         return Reference(value, f"∇f ⊘ diag(∇²f), every coordinate: {what}", max(e for _, e in pairs),
                          cost=full_cost)
-    count = int(min(x.size, NEWTON_COORDINATES, max(DIRECTIONS, budget // per_coordinate)))
+    count = min(x.size, _affordable(budget, per_coordinate, NEWTON_COORDINATES))
     chosen = np.random.default_rng([DIRECTION_SEED, 5]).choice(x.size, size=count, replace=False)
     directions, worst = [], 0.0
     for i in sorted(int(c) for c in chosen):
@@ -450,7 +560,7 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
         raise ReferenceError(f"problem {problem.name!r}: per-example operator {operator!r} needs the batch "
                              f"argument in CellInputs.batch")
     if op.scalar_output:
-        g = pt.examples(problem)[0] if op.per_example else pt.function(problem)
+        g = pt.example(problem, 0) if op.per_example else pt.function(problem)
         shape = np.shape(g(pt.x))
         if shape != ():
             raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a scalar-valued "
