@@ -14,8 +14,8 @@ Held here, in the normal run:
 - the float64 references of saddle and particle (closed forms, complex step) equal GradBench's expected outputs,
   and so does the problem itself through NumPy's default derivative, at GradBench's 1e-4.
 Under `-m slow`: every adapter and nesting order on GradBench's own inputs, eager, and in TensorFlow's graph and
-XLA variants (a tf.function of particle's ff traced for 27 s and took 22 s a call here). Measured here (2 shared cores): one
-particle call is ~5 min under autograd (84 descent steps, each differentiating 353 Euler steps, each with an
+XLA variants but particle's rr (their compiles take 3-79 s here, graph calls 4-48 s). Measured here (2 shared
+cores): one particle call is ~5 min under autograd (84 descent steps, each differentiating 353 Euler steps, each with an
 inner gradient) and slower on the others; saddle (24,335 gradient calls, ~160 outer steps each through an inner
 descent) is longer still.
 """
@@ -196,8 +196,9 @@ def evaluate(adapter_name: str, cases: list[tuple[str, str, str]]) -> dict[str, 
     return per_adapter.evaluate(adapter_name, cases, inputs_of, check)
 
 
-# Staged variants whose nested evals take long here: under -m slow. TensorFlow's tf.function of particle's ff
-# traced for 27 s and took 22 s a call (graph, 2 shared cores).
+# Staged variants whose nested evals take long here: under -m slow, but for particle's rr under XLA (2.7 s of
+# compile, 6 ms a call). TensorFlow's tf.function of saddle's ff traced for 79 s and took 42 s a call (graph);
+# XLA compiled the 8 cells in 3-32 s each (2 shared cores).
 SLOW_STAGED = frozenset({"tensorflow"})
 
 
@@ -211,7 +212,8 @@ def nesting_cases(adapter_name: str) -> list[tuple[str, str, str]]:
     """The normal run's cases (tests/test_goldens.py runs them in the adapter's golden worker): every nesting order
     of the toy and the shared-closure function and the toy's own `grad`, eagerly; GradBench's saddle and particle
     at every order in the compiled variants that stage them in seconds (jax.jit: 1-3 s of compile a cell here), and
-    particle's rr in the others (declared unsupported under torch.compile; TensorFlow's are under -m slow)."""
+    particle's rr in the others (declared unsupported under torch.compile; under TensorFlow's XLA; TensorFlow's
+    other cells are under -m slow)."""
     adapter = plugins.load().adapter(adapter_name)
     eager = [v for v in adapter.variants if not adapter.compiled_from(v)]
     cases = [("nested_toy", op, v) for v in eager for op in (*NESTED, "grad")]
@@ -219,7 +221,7 @@ def nesting_cases(adapter_name: str) -> list[tuple[str, str, str]]:
     for variant in staged_variants(adapter):
         quick = adapter_name not in SLOW_STAGED and variant not in adapter.slow_variants
         cases += [(name, op, variant) for name in ("saddle", "particle") for op in NESTED] if quick else \
-            [("particle", "nested_rr", variant)] if adapter_name not in SLOW_STAGED else []
+            [("particle", "nested_rr", variant)] if adapter_name not in SLOW_STAGED or variant == "compiled" else []
     return cases
 
 
