@@ -52,7 +52,7 @@ def nested_algorithms(reverse: str, forward: str) -> dict[str, str]:
     """What each nested_* operator does, given how the adapter takes a reverse and a forward derivative."""
     mode = {"r": reverse, "f": forward}
     return {f"{nesting.OPERATOR_PREFIX}{order}": f"outer {mode[order[0]]} over inner {mode[order[1]]} "
-            f"(adcompare.grad inside the problem, op by op)" for order in nesting.ORDERS}
+            f"(adcompare.grad inside the problem)" for order in nesting.ORDERS}
 
 
 TRANSFORMS: Mapping[str, Transform] = {  # f is f(w) or, per example, f(w, example), constants bound

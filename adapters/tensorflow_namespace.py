@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from adcompare.model import control_flow
 from adcompare.plugin.adapter import derived_namespace
 
 
@@ -317,6 +318,7 @@ def namespace() -> ModuleType:
     linalg = derived_namespace("adcompare.adapters.tensorflow.xp.linalg", "Array API linalg names over tf.linalg")
     ns = derived_namespace("adcompare.adapters.tensorflow.xp", "Array API names over TensorFlow ops (adcompare)",
                            names={"linalg": linalg}, fold=_while_fold(tf))
+    control_flow.register(ns, while_loop=_staged_while(tf), cond=_staged_cond(tf))
     defined: dict[str, Callable[..., Any]] = {}
     for factory in DEFINED:
         defined.update(factory(tf))
@@ -346,3 +348,29 @@ def _while_fold(tf: ModuleType) -> Callable[..., Any]:
 
         return tf.while_loop(lambda t, c: t < n, body, (tf.constant(0), carry), maximum_iterations=n)[1]
     return fold
+
+
+def _staged_while(tf: ModuleType) -> control_flow.NativeWhile:
+    """`adcompare.while_loop` inside tf.function (graph and XLA variants): a tf.while_loop with
+    maximum_iterations=max_trips (XLA needs the bound: "XLA compilation requires a fixed tensor list size"), the
+    trips counted to flag a loop that reached it; eagerly (NotImplemented) the Python loop runs op by op."""
+    def run(cond: control_flow.Cond, body: control_flow.Body, state: control_flow.State, max_trips: int) -> Any:
+        if tf.executing_eagerly():
+            return NotImplemented
+        trips, final = tf.while_loop(lambda t, s: cond(s), lambda t, s: (t + 1, tuple(body(s))),
+                                     (tf.constant(0), state), maximum_iterations=max_trips)
+        return final, tf.logical_and(trips >= max_trips, cond(final))
+
+    return run
+
+
+def _staged_cond(tf: ModuleType) -> control_flow.NativeCond:
+    """`adcompare.cond` inside tf.function: both branches, the result chosen by tf.where. Not tf.cond: a
+    ForwardAccumulator through a tf.cond inside a tf.while_loop fails (`assert t.graph == cond_graph` in
+    cond_v2._resolve_grad_inputs, TensorFlow 2.21). Eagerly (NotImplemented) Python's `if` runs one branch."""
+    def run(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], operands: tuple[Any, ...]) -> Any:
+        if tf.executing_eagerly():
+            return NotImplemented
+        return tf.nest.map_structure(lambda a, b: tf.where(pred, a, b), true_fn(*operands), false_fn(*operands))
+
+    return run

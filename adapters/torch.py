@@ -34,7 +34,7 @@ from adcompare.plugin.adapter import Adapter, Bound, Capability, Declared, Prepa
 
 from . import functional, torch_distributed
 from .torch_compile import prepare_compiled
-from .torch_namespace import FORWARD_MODE, SCALAR_FIX, fixed_namespace, with_scalar_fix
+from .torch_namespace import FORWARD_MODE, SCALAR_FIX, WHILE_LOOP_UNDER_COMPILE, fixed_namespace, with_scalar_fix
 
 NO_PER_EXAMPLE = Capability.unsupported(
     "classic torch.autograd has no per-example transform; use variant 'eager' (torch.func.vmap)")
@@ -57,6 +57,10 @@ AUTOGRAD_ALGORITHMS: Mapping[str, Declared] = {
         "adcompare.grad inside a problem is torch.func's in the torch namespace, whatever the variant; use "
         "variant 'eager'")),
 }
+# GradBench's nested evals (saddle, particle: the only problems with nested_* operators) loop with
+# adcompare.while_loop, which torch.compile cannot stage (torch_namespace.py): refused ahead, in prepare.
+NESTED_UNDER_COMPILE = Capability.unsupported(f"GradBench's nested evals loop with adcompare.while_loop: "
+                                              f"{WHILE_LOOP_UNDER_COMPILE}")
 GLOO = "torch.distributed gloo process group of D processes on this host"
 SHARED_CORES = "(emulated devices: D CPU processes share this machine's cores)"
 DATA_PARALLEL = {
@@ -123,7 +127,8 @@ class TorchAdapter(Adapter):
     algorithms = {**functional.algorithms("torch.func"), "jvp": "forward mode (torch.func.jvp, dual tensors)",
                   **DATA_PARALLEL}  # not a loop over slices on one device: D processes joined by gloo
     variant_algorithms = {"eager-autograd": AUTOGRAD_ALGORITHMS,
-                          "compiled": dict.fromkeys(DATA_PARALLEL, NOT_COMPILED_PER_RANK)}
+                          "compiled": {**dict.fromkeys(DATA_PARALLEL, NOT_COMPILED_PER_RANK),
+                                       **dict.fromkeys(functional.NESTED_TRANSFORMS, NESTED_UNDER_COMPILE)}}
     transforms = functional.TRANSFORMS  # of torch.func; AUTOGRAD_TRANSFORMS of torch for eager-autograd
     host_processes = 1  # the D of the gloo group this worker was started for (emulate_host_devices)
 

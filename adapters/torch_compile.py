@@ -15,7 +15,20 @@ from typing import Any
 from adcompare.model.errors import CellFailure
 from adcompare.plugin.adapter import Prepared
 
+from .torch_namespace import WHILE_LOOP_REFUSED, WHILE_LOOP_UNDER_COMPILE
+
 COMPILE_METHOD = "first call minus steady state"  # torch.compile compiles lazily, on the first call
+
+
+def _traced_exception(exc: BaseException) -> str:
+    """The text of the exceptions behind a Dynamo error: an exception raised in traced code reaches the caller as
+    Dynamo's `Unsupported("Observed exception")`, caused by an Observed…Error whose message holds the original."""
+    texts: list[str] = []
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None and len(texts) < 10:
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(texts)
 
 
 def _counters() -> dict[str, dict[str, int]]:
@@ -84,6 +97,8 @@ def prepare_compiled(torch: ModuleType, fn: Callable[..., Any], args: tuple[Any,
         try:
             return compiled(*args)
         except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
+            if WHILE_LOOP_REFUSED in _traced_exception(exc):  # adcompare.while_loop's refusal, raised in Dynamo
+                raise CellFailure(WHILE_LOOP_UNDER_COMPILE) from exc
             # Unsupported: a construct Dynamo cannot trace; UserError: a guard on a data-dependent value
             # (Python control flow on a tensor). Either one breaks the graph, which fullgraph forbids.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

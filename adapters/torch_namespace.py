@@ -10,6 +10,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from adcompare.model import control_flow
+from adcompare.model.errors import UnsupportedOperation
 from adcompare.plugin.adapter import derived_namespace
 
 from .namespace_fix import Fix
@@ -75,8 +77,47 @@ def fixed_namespace() -> ModuleType:
     import array_api_compat.torch as compat
     import torch
 
-    return derived_namespace("adcompare.adapters.torch.xp", "array_api_compat.torch with adcompare's FIXES applied",
-                             compat, {name: fix.build(torch, compat) for name, fix in FIXES.items()})
+    xp = derived_namespace("adcompare.adapters.torch.xp", "array_api_compat.torch with adcompare's FIXES applied",
+                           compat, {name: fix.build(torch, compat) for name, fix in FIXES.items()})
+    control_flow.register(xp, while_loop=_refused_under_compile(torch), cond=_where_under_compile(torch))
+    return xp
+
+
+# Why torch.compile refuses adcompare.while_loop (probed with torch 2.13): its structured loop is the
+# `torch._higher_order_ops.while_loop` operator, which has an autograd rule but no torch.func grad/jvp rule, and
+# a torch.func transform around it fails while tracing (`AssertionError: Expected FakeTensor, got <class
+# 'torch.Tensor'>`); unrolled instead, the loop costs ~1.3 s of compile per trip (GradBench's saddle takes ~10⁵).
+WHILE_LOOP_REFUSED = "torch.compile cannot stage adcompare.while_loop"
+WHILE_LOOP_UNDER_COMPILE = (
+    f"{WHILE_LOOP_REFUSED} under torch.func: torch's while_loop operator has no torch.func grad or jvp rule (a "
+    f"transform around it fails with AssertionError: Expected FakeTensor), and unrolled the loop costs about 1.3 s "
+    f"of compile per trip; use variant eager")
+
+
+def _refused_under_compile(torch: ModuleType) -> control_flow.NativeWhile:
+    """Under torch.compile (Dynamo tracing) `adcompare.while_loop` raises, and the compiled variant fails the cell
+    with the reason (torch_compile.py; Dynamo traces on the first call, after prepare, so a problem's loop is found
+    there; GradBench's nested evals are declared unsupported ahead, torch.py); eagerly the Python loop runs."""
+    def run(cond: control_flow.Cond, body: control_flow.Body, state: control_flow.State, max_trips: int) -> Any:
+        if torch.compiler.is_compiling():
+            raise UnsupportedOperation(WHILE_LOOP_UNDER_COMPILE)
+        return NotImplemented
+
+    return run
+
+
+def _where_under_compile(torch: ModuleType) -> control_flow.NativeCond:
+    """Under torch.compile `adcompare.cond` is both branches and torch.where (a Python `if` on a tensor would break
+    the graph); eagerly Python's `if` runs one branch."""
+    def run(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], operands: tuple[Any, ...]) -> Any:
+        if not torch.compiler.is_compiling():
+            return NotImplemented
+        a, b = true_fn(*operands), false_fn(*operands)
+        if isinstance(a, (tuple, list)):
+            return tuple(torch.where(pred, u, v) for u, v in zip(a, b))
+        return torch.where(pred, a, b)
+
+    return run
 
 
 # --- the one arithmetic fix ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Importing this package imports no AD framework; each adapter imports its framewo
 """
 from __future__ import annotations
 
+from adcompare.model.control_flow import cond, while_loop
 from adcompare.model.loops import fold
 from adcompare.model.nesting import grad
 from adcompare.model.problem import Problem, grid, problem
@@ -32,5 +33,5 @@ except Exception:  # running from a source tree that is not installed
 __all__ = [
     "Adapter", "Availability", "Bound", "Capability", "CellInputs", "Prepared", "Problem", "Request", "Section",
     "Shapes", "Support",
-    "derived_namespace", "fold", "grad", "grid", "hookimpl", "problem", "__version__",
+    "cond", "derived_namespace", "fold", "grad", "grid", "hookimpl", "problem", "while_loop", "__version__",
 ]

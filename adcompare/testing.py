@@ -21,6 +21,10 @@ Each check is a pytest test, parametrized so that a failure names its dtype, var
   precision), returns the same on a second call and leaves its inputs alone; its result agrees with the float64
   reference (`check_result` → ok); a declared-unsupported one raises an error that names it — also for a variant
   the adapter does not know;
+- control flow: `adcompare.while_loop` and `adcompare.cond` (a data-dependent trip count and branch) give the
+  reference's value and derivatives in every variant, through the Python fallback where the adapter registered no
+  structured loop, or are refused with a reason naming adcompare.while_loop; a loop that reaches max_trips fails its
+  cell (an error naming max_trips, or NaN where staged), never a silently truncated result;
 - sync: after `sync(run())` returns, the work is done: converting the result costs less than the call did;
 - data-parallel operators (pmap_value, pmap_grad, on `DATA_PARALLEL_PROBLEMS`): at D = 1 like every other case,
   in this process (which has the one device the framework starts with); at D = `data_parallel_devices` (4) through
@@ -265,6 +269,61 @@ def sync_workload() -> Problem:
         return {"x": rng.standard_normal((n, n)), "a": rng.standard_normal((n, n)) / math.sqrt(n)}
 
     return workload.build()
+
+
+@cache
+def control_flow_workload(max_trips: int = 64) -> Problem:
+    """Halve x until |x|² ≤ 1 (`adcompare.while_loop`: 3 trips at the input, a count the values decide), then
+    Σ sin or Σ cos of the result by the sign of its sum (`adcompare.cond`), times the trips + 1. With max_trips=2
+    the loop reaches its bound with the condition holding. Not a registered problem."""
+    import adcompare
+
+    @declare_problem(sizes=[3], wrt="x", operators=("value", "grad", "jvp"), name="control_flow_workload")
+    def workload(x, /, *, xp):
+        def big(state):
+            return xp.sum(state[0] * state[0]) > 1
+
+        def halve(state):
+            return state[0] * 0.5, state[1] + 1
+
+        y, k = adcompare.while_loop(big, halve, (x, xp.zeros_like(x[0])), xp=xp, max_trips=max_trips)
+        return adcompare.cond(xp.sum(y) > 0, lambda y, k: xp.sum(xp.sin(y)) * (k + 1),
+                              lambda y, k: xp.sum(xp.cos(y)) * (k + 1), y, k, xp=xp)
+
+    @workload.inputs
+    def _(rng, n):
+        return {"x": np.array([3.0, -1.0, 2.5])[:n]}
+
+    @workload.shapes
+    def _(n):  # declared: finding them through NumPy would run the loop, which raises at max_trips=2
+        return Shapes(wrt=(n,), output=())
+
+    return workload.build()
+
+
+def control_flow_failure(adapter: Adapter, variant: str, dtype: str, device: str = "cpu") -> str | None:
+    """None when `adcompare.while_loop` and `adcompare.cond` work in `variant` (value and the derivatives agree with
+    the float64 reference; refused with a reason that names adcompare.while_loop also passes), and a loop that
+    reaches max_trips fails its cell (an error naming max_trips, or NaN) instead of returning a truncated result."""
+    operators = [op for op in ("value", "grad", "jvp") if adapter.capability(op, variant).supported]
+    for problem, ops in ((control_flow_workload(), operators), (control_flow_workload(2), operators[:1])):
+        for op in ops:
+            cell = Cell(problem.name, problem.sizes[0].label, op, adapter.name, variant, device, dtype)
+            exhausted = problem is control_flow_workload(2)  # no reference: NumPy's loop raises there too
+            called = first_call(adapter, problem, cell, check=not exhausted)
+            release(called.prepared)
+            refused = "adcompare.while_loop" in called.message and called.status in (Status.FAILED,
+                                                                                    Status.UNSUPPORTED)
+            if refused and "max_trips" not in called.message:
+                continue  # the variant cannot stage it and says why (torch.compile)
+            if exhausted:
+                if called.status is Status.NAN or "max_trips=2" in called.message:
+                    continue
+                return (f"{op}: a loop that reached max_trips=2 gave {called.status.value} ({called.message}); it "
+                        f"must fail: raise op by op, or NaN where staged (adcompare.model.control_flow)")
+            if called.status is not Status.OK:
+                return f"{op}: {called.status.value}: {called.message}"
+    return None
 
 
 def sync_timing(adapter: Adapter, variant: str, dtype: str, device: str = "cpu") -> SyncTiming:
@@ -527,6 +586,11 @@ class AdapterConformance:
     def test_unsupported_operator_is_refused(self, dtype: str, refused: Case) -> None:
         failure = refusal_failure(self.adapter, self.registry().problem(refused.problem), refused, dtype,
                                   self.device)
+        assert failure is None, failure
+
+    def test_control_flow(self, dtype: str, variant: str) -> None:
+        """adcompare.while_loop and adcompare.cond: the Python loop and `if` for an adapter that registers none."""
+        failure = control_flow_failure(self.adapter, variant, dtype, self.device)
         assert failure is None, failure
 
     def test_sync_blocks(self, dtype: str, variant: str) -> None:
