@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from adcompare.analysis.harness_cost import harness_cost
 from adcompare.cli.main import main
+from adcompare.model.units import seconds
+from adcompare.store.results import load
 from tests.conftest import FAULTS
 
 
@@ -100,6 +103,13 @@ def test_run_then_compare(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "findings: none of the 8 seed claims was measured" in printed  # grad alone tests no seed claim
     assert printed.index("findings") < printed.index(f"results: {b}")
+    # The harness's own cost, from the record the run wrote: its worker's start-up on the one cell it ran.
+    (m,) = load([b]).measurements
+    assert m.details["worker_start_seconds"] > 0 and set(m.details["overhead_seconds"]) >= {"inputs", "check"}
+    own = harness_cost([m]).own
+    assert own == pytest.approx(m.details["wall_seconds"] + m.details["worker_start_seconds"]
+                                - m.details.get("prepare_seconds", 0) - m.timing.first_call - m.timing.call_seconds)
+    assert f"harness: {seconds(own)} of the cells'" in " ".join(printed.split())
     assert main(["compare", str(a), str(b), "--json"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert row["low"] <= row["ratio"] <= row["high"] and row["verdict"]

@@ -173,9 +173,12 @@ def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_
     The timeout stops 60 s sleeps (10× and more what it guards); the 0.4 s calls are sleeps, not CPU."""
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)  # 30 never fit in 4 s
     cells = [_cell("slow_calls", size) for size in ("n3", "n4", "n5")]
-    out = runner.run(fault_registry, Plan(tuple(cells), ()), runner.RunOptions(timeout=4.0, threads=1, policy=policy))
-    got = {m.cell.size: m for m in out}
-    deadline, kept, bound = got["n3"], got["n4"], got["n5"]
+    options = runner.RunOptions(timeout=4.0, threads=1, policy=policy)
+    got = {m.cell.size: m for m in runner.run(fault_registry, Plan(tuple(cells), ()), options)}
+    deadline, kept = got["n3"], got["n4"]
+    # A cell its timeout stopped skips its family's larger sizes, as a timeout does: each would spend its timeout.
+    assert got["n5"].status is Status.SKIPPED and "the smaller size n4 timed out" in got["n5"].message
+    (bound,) = runner.run(fault_registry, Plan((cells[2],), ()), options)
     assert deadline.status is Status.OK and deadline.timing.stopped == "deadline", deadline.message
     t = deadline.timing
     assert t.warmup_calls == 0 and t.number == 1 and 2 <= len(t.samples) < 30

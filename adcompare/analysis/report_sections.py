@@ -29,6 +29,7 @@ from adcompare.analysis import (
 )
 from adcompare.analysis.dimensions import Dimensions
 from adcompare.analysis.environment_pairs import EnvironmentPair, pair_environments
+from adcompare.analysis.harness_cost import GOAL, HarnessCost, harness_cost
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import MEANINGS, Status
 from adcompare.model.support import Support
@@ -184,6 +185,8 @@ class MethodData:
     stats_method: str
     compile_formula: str
     statuses: tuple[tuple[Status, int, str], ...]
+    harness: HarnessCost | None = None  # what the cells spent outside the frameworks' calls, where recorded
+    harness_goal: str = GOAL
 
 
 def overview(ms: Sequence[Measurement]) -> Overview:
@@ -349,7 +352,8 @@ def sections(results: Results) -> list[Section]:
         Section("Environments side by side", "environments", 125, template="sections/environments.html.j2",
                 data=environments(results)) if len(seen.environments) > 1 else None,
         Section("Method", "method", 1000, template="sections/method.html.j2",
-                data=MethodData(significance.METHOD, bootstrap.METHOD, compile_cost.FORMULA, seen.statuses)),
+                data=MethodData(significance.METHOD, bootstrap.METHOD, compile_cost.FORMULA, seen.statuses,
+                                harness_cost(ms) or None)),
     ]
     return [s for s in out if s is not None]
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from adcompare.analysis.environment_pairs import Confirmation
+from adcompare.analysis.harness_cost import harness_cost
 from adcompare.cli import tables
 from adcompare.cli.arguments import shard_options
 from adcompare.cli.pipeline import (
@@ -142,6 +143,7 @@ def command(args: argparse.Namespace) -> int:
                                    environments_named=environment_specs.parse_options(args.env or ()),
                                    observers=observers, left_out=st.left_out, recovered=recovered)
     tables.print_summary(out, measurements)
+    tables.print_harness_cost(out, harness_cost(measurements))
     print_findings(measurements)
     out.print(f"results: {output}")
     return 1 if any(m.status.is_failure and not expected_reason(m) for m in measurements) else 0

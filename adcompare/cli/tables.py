@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from adcompare.analysis import bootstrap
+from adcompare.analysis.harness_cost import GOAL, HarnessCost
 from adcompare.analysis.significance import METHOD
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.measurement import Measurement
@@ -169,7 +170,7 @@ def print_summary(console: Console, measurements: Sequence[Measurement]) -> None
         expected = " (expected)" if expected_reason(m) else ""
         t.add_row(c.problem, c.size, c.operator, where(c), c.variant, c.dtype, c.device,
                   f"[{style}]{m.status.value}{expected}[/]", seconds(tm.median if tm else None, "—"),
-                  seconds(tm.iqr if tm else None, "—"), seconds(tm.compile if tm else None, "—"),
+                  seconds(tm.spread if tm else None, "—"), seconds(tm.compile if tm else None, "—"),
                   f"{m.check.error:.1e}" if m.check and m.check.error is not None else "—")
     console.print(t)
     counts: defaultdict[str, int] = defaultdict(int)
@@ -271,3 +272,16 @@ def print_suite_costs(console: Console, costs: Sequence[Any]) -> None:
                      if p else "—")
         table.add_row(c.suite, str(c.cells), str(c.to_run), _minutes(c.estimated_seconds), measured, published)
     console.print(table)
+
+
+def print_harness_cost(console: Console, cost: HarnessCost, worst: int = 3) -> None:
+    """One line of what the run spent outside the frameworks' calls, and the cells over the goal, worst first."""
+    if not cost.cells:
+        return
+    share = 100 * cost.own / cost.wall if cost.wall else 0.0
+    console.print(f"harness: {seconds(cost.own)} of the cells' {seconds(cost.wall)} ({share:.0f} %) outside the "
+                  f"frameworks' calls; {len(cost.over_goal)} of {len(cost.cells)} cells over {GOAL}", highlight=False)
+    for c in cost.over_goal[:worst]:
+        top = max(c.stages, key=lambda k: c.stages[k])
+        console.print(f"  {c.measurement.cell.id}: {seconds(c.own)} of {seconds(c.wall)}, most in {top} "
+                      f"({seconds(c.stages[top])})", highlight=False)

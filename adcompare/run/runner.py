@@ -28,6 +28,7 @@ from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.registry import Registry
 from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
+from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
 from adcompare.run.worker_handle import WorkerProcess
 from adcompare.study.budget import left_out
 from adcompare.study.plan import Plan
@@ -222,15 +223,19 @@ def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: Run
 def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, observer: RunObserver,
               timed_out: dict[tuple[str, ...], str]) -> Measurement:
     """A cell's measurement as recorded: the worker's versions, and the cell's own wall time, worker start-up
-    excluded (what estimate.py learns from on this machine); a worker started for it is reported first, and a
-    timeout is noted in `timed_out` (the larger sizes of its family are skipped)."""
+    excluded (what estimate.py learns from on this machine, the start-up kept apart as `worker_start_seconds`, the
+    harness's cost: analysis/harness_cost.py); a worker started for it is reported first, and a timeout — or a
+    cell its timeout stopped with a few calls kept — is noted in `timed_out` (the larger sizes of its family are
+    skipped: each would spend its whole timeout)."""
+    started_here: dict[str, float] = {}
     if worker.starts != started and worker.info is not None:
         info = worker.info.to_json()
         environment = m.cell.environment
         observer.on_worker({**info, "environment": environment} if environment != CURRENT else info)
         wall -= worker.info.startup_seconds
+        started_here = {"worker_start_seconds": round(worker.info.startup_seconds, 4)}
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))
-    if m.status is Status.TIMEOUT:
+    if m.status is Status.TIMEOUT or (m.timing is not None and m.timing.stopped == CELL_TIMEOUT):
         timed_out[m.cell.family] = m.cell.size
-    return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4)})
+    return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4), **started_here})

@@ -1,0 +1,86 @@
+"""The harness's own cost: what a run spent outside the frameworks' calls, per cell and in all.
+
+A cell's wall (`details.wall_seconds`, the runner's, its worker's start-up excluded) is the framework's seconds —
+prepare (transforms, compilation: `details.prepare_seconds`), the first call, the timed calls
+(`timing.call_seconds`) — and the harness's: the worker's stages in `details.overhead_seconds` (inputs, setup,
+reference, check, timing_loop) and the rest ("other": the parent, the protocol, the worker's loop). A worker's
+start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared by the cells
+that worker ran. The goal (issue 39): at most max(10 %, 1 s) of every cell's wall time.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from adcompare.model.measurement import Measurement
+from adcompare.model.status import NOT_RUN
+
+STAGES = ("worker_start", "inputs", "setup", "reference", "check", "timing_loop", "other")
+GOAL = "at most max(10 %, 1 s) of each cell's wall time"
+
+
+@dataclass(frozen=True)
+class CellCost:
+    measurement: Measurement
+    wall: float  # the cell's seconds, its share of its worker's start-up included
+    own: float  # of which the harness's
+    stages: dict[str, float] = field(default_factory=dict)  # the harness's seconds by STAGES
+
+    @property
+    def over_goal(self) -> bool:
+        return self.own > max(0.1 * self.wall, 1.0)
+
+
+@dataclass(frozen=True)
+class HarnessCost:
+    cells: tuple[CellCost, ...]  # every cell with the split, worst (most harness seconds) first
+
+    @property
+    def wall(self) -> float:
+        return sum(c.wall for c in self.cells)
+
+    @property
+    def own(self) -> float:
+        return sum(c.own for c in self.cells)
+
+    @property
+    def over_goal(self) -> tuple[CellCost, ...]:
+        return tuple(c for c in self.cells if c.over_goal)
+
+    def worst(self, n: int = 5) -> tuple[CellCost, ...]:
+        return self.cells[:n]
+
+    def __bool__(self) -> bool:
+        return bool(self.cells)
+
+
+def _framework_seconds(m: Measurement) -> float:
+    seconds = float(m.details.get("prepare_seconds", 0.0) or 0.0)
+    if m.timing is not None:
+        return seconds + m.timing.first_call + m.timing.call_seconds
+    return seconds + float(m.details.get("first_call_seconds", 0.0) or 0.0)
+
+
+def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
+    """The harness's cost of every cell that ran and recorded the split (records written before it are left out)."""
+    ran = [m for m in measurements if m.status not in NOT_RUN
+           and isinstance(m.details.get("wall_seconds"), (int, float))
+           and isinstance(m.details.get("overhead_seconds"), dict)]
+    starts: dict[tuple, float] = defaultdict(float)
+    members: dict[tuple, int] = defaultdict(int)
+    for m in ran:
+        group = (m.machine, *m.cell.worker_group)
+        starts[group] += float(m.details.get("worker_start_seconds", 0.0) or 0.0)
+        members[group] += 1
+    out = []
+    for m in ran:
+        group = (m.machine, *m.cell.worker_group)
+        share = starts[group] / members[group]
+        wall = float(m.details["wall_seconds"])
+        own = max(0.0, wall - _framework_seconds(m))
+        split = {k: float(v) for k, v in m.details["overhead_seconds"].items()}
+        stages = {"worker_start": share, **{k: split.get(k, 0.0) for k in STAGES[1:-1]},
+                  "other": max(0.0, own - sum(split.values()))}
+        out.append(CellCost(m, wall + share, own + share, stages))
+    return HarnessCost(tuple(sorted(out, key=lambda c: -c.own)))

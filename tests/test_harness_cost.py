@@ -1,0 +1,50 @@
+"""The harness's own cost (analysis/harness_cost.py) against a recount by hand of the records' fields."""
+from __future__ import annotations
+
+import pytest
+
+from adcompare.analysis.harness_cost import harness_cost
+from adcompare.model.cell import Cell
+from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.status import Status
+
+
+def _cell(size: str, adapter: str = "jax", **details) -> Measurement:
+    cell = Cell("exp_dot_loss", size, "grad", adapter, "eager", "cpu", "float64")
+    timing = Timing((0.01,) * 5, 1, 0.2, call_seconds=0.5)
+    return Measurement(cell, Status.OK, timing=timing, machine="m", details={
+        "wall_seconds": 3.0, "prepare_seconds": 0.3,
+        "overhead_seconds": {"inputs": 0.1, "reference": 1.2, "check": 0.4, "timing_loop": 0.05}, **details})
+
+
+def test_a_worker_start_is_shared_by_its_cells_and_the_rest_is_what_the_stages_do_not_name():
+    first, second = _cell("n10", worker_start_seconds=2.0), _cell("n100")
+    other = _cell("n10", adapter="torch")  # another worker: no share of jax's start-up
+    cost = harness_cost([first, second, other, Measurement(first.cell, Status.UNSUPPORTED, "no")])
+    assert len(cost.cells) == 3
+    by = {(c.measurement.cell.adapter, c.measurement.cell.size): c for c in cost.cells}
+    jax = by[("jax", "n10")]
+    own = 3.0 - (0.3 + 0.2 + 0.5)  # wall less prepare, the first call and the timed calls
+    assert jax.stages["worker_start"] == 1.0 and by[("torch", "n10")].stages["worker_start"] == 0.0
+    assert jax.own == pytest.approx(own + 1.0) and jax.wall == pytest.approx(4.0)
+    assert jax.stages["other"] == pytest.approx(own - (0.1 + 1.2 + 0.4 + 0.05))
+    assert sum(jax.stages.values()) == pytest.approx(jax.own)
+    assert cost.own == pytest.approx(3 * own + 2.0) and cost.wall == pytest.approx(3 * 3.0 + 2.0)
+    assert all(c.over_goal for c in cost.cells)  # 2 s of 3 s: over max(10 %, 1 s)
+    assert cost.worst(1)[0].measurement.cell.adapter == "jax"  # the most harness seconds first
+
+
+def test_records_without_the_split_are_left_out():
+    old = Measurement(Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64"), Status.OK,
+                      details={"wall_seconds": 1.0})
+    assert not harness_cost([old])
+
+
+def test_the_report_method_section_gives_the_total_and_the_worst_cells(tmp_path):
+    from adcompare.report import build
+    from adcompare.store.results import Results
+
+    ms = (_cell("n10", worker_start_seconds=2.0), _cell("n100"))
+    page = " ".join(build(Results((), ms), tmp_path).read_text(encoding="utf-8").split())
+    assert "<b>Harness cost.</b>" in page and "the 2 cells that recorded it spent 6 s of their 8 s (75 %)" in page
+    assert "missed by 2. Worst: exp_dot_loss-n10-grad-jax-eager-float64 3 s of 4 s;" in page
