@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from adcompare.model.errors import CellFailure
+from adcompare.model.errors import CellFailure, UnsupportedOperation
 from adcompare.plugin.adapter import Prepared
 
 from .torch_namespace import WHILE_LOOP_REFUSED, WHILE_LOOP_UNDER_COMPILE
@@ -98,7 +98,7 @@ def prepare_compiled(torch: ModuleType, fn: Callable[..., Any], args: tuple[Any,
             return compiled(*args)
         except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
             if WHILE_LOOP_REFUSED in _traced_exception(exc):  # adcompare.while_loop's refusal, raised in Dynamo
-                raise CellFailure(WHILE_LOOP_UNDER_COMPILE) from exc
+                raise UnsupportedOperation(WHILE_LOOP_UNDER_COMPILE) from exc
             # Unsupported: a construct Dynamo cannot trace; UserError: a guard on a data-dependent value
             # (Python control flow on a tensor). Either one breaks the graph, which fullgraph forbids.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

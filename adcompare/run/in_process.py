@@ -51,7 +51,8 @@ class ExecutionOptions:
 class FirstCall:
     """A cell prepared and called once in this process, synced, with its verdict: what each caller starts from.
 
-    `status` is UNSUPPORTED when prepare refused the cell (UnsupportedOperation: e.g. more devices than the worker
+    `status` is UNSUPPORTED when prepare or the first call refused the cell (UnsupportedOperation: torch.compile
+    refuses adcompare.while_loop when it compiles, on the first call; e.g. more devices than the worker
     has), FAILED when prepare or the first call raised (`error`, `message` says at which stage), the result has
     the wrong shape, or the reference could not be computed; NAN when the result is not finite (no reference is
     needed to call NaN NaN); else the check's verdict, OK or MISMATCH (OK when no check was asked for).
@@ -125,9 +126,9 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
         details = dict(prepared.details)
         if prepared.after_first_call is not None:
             details.update(prepared.after_first_call())
-    except UnsupportedOperation as exc:
+    except UnsupportedOperation as exc:  # in prepare, or on the first call where a framework compiles lazily
         if stage != "prepare":
-            raise
+            release(prepared)
         return verdict(status=Status.UNSUPPORTED, message=str(exc), error=exc)
     except Exception as exc:
         if stage != "prepare":
