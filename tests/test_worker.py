@@ -189,3 +189,16 @@ def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_
     assert bound.status is Status.TIMEOUT and bound.timing is None and bound.check is not None
     assert bound.details["first_call_seconds"] >= 0.4 and bound.details["lower_bound_seconds"] > 0
     assert "no timed call finished within the 4 s cell timeout" in bound.message
+
+
+def test_a_workers_start_up_is_what_the_parent_waited_for_it():
+    """The start-up the records keep (and the harness's cost charges to worker_start) runs from the launch to the
+    worker's first record, as the parent waits: the interpreter's launch and imports that come before the worker's
+    own clock starts were charged to its first cell's wall time before."""
+    from adcompare.run.worker_handle import WorkerProcess
+
+    with WorkerProcess("autograd", "float64", "cpu", 1) as worker:
+        began = time.perf_counter()
+        info = worker.start()
+        waited = time.perf_counter() - began
+        assert waited * 0.8 <= info.startup_seconds <= waited
