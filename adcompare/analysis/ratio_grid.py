@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -48,7 +48,7 @@ class Grid:
     title: str
     rows: tuple[str, ...]
     columns: tuple[str, ...]
-    tiles: dict[tuple[int, int], Tile]
+    tiles: Mapping[tuple[int, int], Tile]
     top: float  # ratio at the darkest colour
     aggregated: bool
 

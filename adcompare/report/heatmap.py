@@ -7,7 +7,8 @@ filters the cell table to it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 from adcompare.analysis.ratio_grid import Grid
 from adcompare.analysis.ratio_grid import Tile as GridTile
@@ -27,22 +28,15 @@ def colour(ratio: float, top: float) -> str:
 
 
 @dataclass(frozen=True)
-class Tile:
-    text: str  # ratio or glyph
-    fill: str
-    hover: str
-    link: str  # the cell-table filter this tile opens
-    emulated: bool = False
+class Tile(GridTile):
+    fill: str = ""  # the ratio's colour on the log scale, or the glyph's grey
 
 
 @dataclass(frozen=True)
-class Heatmap:
-    title: str
-    rows: tuple[str, ...]
-    columns: tuple[str, ...]
-    tiles: dict[tuple[int, int], Tile]
-    top: float  # ratio at the darkest colour
-    aggregated: bool
+class Heatmap(Grid):
+    """The grid, its tiles coloured."""
+
+    tiles: Mapping[tuple[int, int], Tile]
 
     @property
     def svg(self) -> str:
@@ -51,7 +45,7 @@ class Heatmap:
 
 def _tile(t: GridTile, top: float) -> Tile:
     fill = GLYPH_FILLS[t.text] if t.ratio is None else colour(t.ratio, top)
-    return Tile(t.text, fill, t.hover, t.link, t.emulated)
+    return Tile(**{f.name: getattr(t, f.name) for f in fields(t)}, fill=fill)
 
 
 def drawn(grid: Grid) -> Heatmap:
