@@ -78,6 +78,8 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("tanh", ("n100",), ("jvp", "vjp")),
     SuiteEntry("control_loop", ("n100",), ("grad",), slow_variants=("grad",)),
     SuiteEntry("control_loop_static", ("n100",), ("grad",)),
+    # seed 001's loop staged (adcompare.while_loop): what each compiler does with it, torch.compile's refusal too
+    SuiteEntry("control_loop_while", ("n100",), ("grad",), slow_variants=("grad",)),
     SuiteEntry("selu", ("n100",), ("value",)),
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
     # Seed 004's pmap: the MLP's mean-loss gradient with its batch of 16 split across 1, 2 and 4 devices.
@@ -126,6 +128,7 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("exp_dot_loss", SEED_N[:2], ("hessian",)),
     _full("control_loop", SEED_N[:3], SCALAR), _full("control_loop", SEED_N[:2], WIDE),
     _full("control_loop_static", SEED_N[:3], SCALAR), _full("control_loop_static", SEED_N[:2], WIDE),
+    _full("control_loop_while", SEED_N[:3], SCALAR), _full("control_loop_while", SEED_N[:2], WIDE),
     _full("rbf_kernel_point", SEED_N, ("jacfwd",)), _full("rbf_kernel_point", SEED_N[:3], ("value", "jvp", "vjp")),
     _full("rbf_kernel_point", SEED_N[:3], ("jacrev",)),
     _full("rbf_kernel_map", SEED_N[:3], ("value", "jvp", "vjp", "jacfwd", "vmap_jacfwd")),
