@@ -3,16 +3,21 @@ records the rest as resumable `skipped`, and finishes them with --resume."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from adcompare.cli.main import main
+from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
+from adcompare.model.observer import RunObserver
 from adcompare.model.status import Status
+from adcompare.run import runner
+from adcompare.run.runner import RunOptions
 from adcompare.store.results import finished_keys, load
 from adcompare.study.budget import choose, parse_duration
-from adcompare.study.estimate import estimate
-from adcompare.study.plan import Selection
+from adcompare.study.estimate import Estimate, LiveEstimate, estimate, size_rounds
+from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
 
 
@@ -59,3 +64,61 @@ def test_max_time_stops_records_the_rest_and_resume_finishes(tmp_path, capsys):
     records = [json.loads(line) for line in out.read_text().splitlines()[1:]]
     ran_twice = {r["key"] for r in records if r.get("record") == "cell" and r["status"] == "ok"}
     assert len([r for r in records if r.get("record") == "cell" and r["status"] == "ok"]) == len(ran_twice)
+
+
+def _cell(operator: str, size: str, device: str = "cpu", adapter: str = "autograd") -> Cell:
+    return Cell("exp_dot_loss", size, operator, adapter, "eager", device, "float64")
+
+
+def test_the_live_estimate_corrects_a_family_from_its_smaller_size_and_a_device_from_its_cells():
+    """A finished cell's wall ÷ its modelled seconds corrects its family's larger sizes; a family with nothing run
+    yet takes the median ratio of its adapter's cells on the same device (a GPU's from GPU cells only); a cell
+    measured on this machine before keeps its measured seconds."""
+    small, large = _cell("grad", "n10"), _cell("grad", "n100")
+    other, measured = _cell("value", "n10"), _cell("jvp", "n10")
+    gpu = _cell("value", "n10", device="cuda")
+    est = Estimate({c.key: s for c, s in ((small, 0.1), (large, 1.0), (other, 0.2), (measured, 5.0), (gpu, 0.2))},
+                   {}, frozenset({measured.key}))
+    live = LiveEstimate(est)
+    assert live.seconds(large) == 1.0
+    live.learn(small, 3.0)  # 30× the model
+    assert live.seconds(large) == pytest.approx(30.0)
+    assert live.seconds(other) == pytest.approx(6.0)  # no value cell run yet: the adapter's ratio on the CPU
+    assert live.seconds(gpu) == 0.2 and live.seconds(measured) == 5.0
+    live.learn(gpu, 0.02)  # a tenth of the model on the GPU leaves the CPU's corrections alone
+    assert live.seconds(_cell("value", "n10", device="cuda")) == pytest.approx(0.02)
+    assert live.seconds(other) == pytest.approx(6.0)
+
+
+def test_size_rounds_run_every_familys_smallest_size_first_cheapest_first():
+    cells = [_cell("grad", "n10"), _cell("grad", "n100"), _cell("value", "n10"), _cell("value", "n100"),
+             _cell("value", "n1000")]
+    est = Estimate({cells[0].key: 2.0, cells[1].key: 9.0, cells[2].key: 1.0, cells[3].key: 3.0, cells[4].key: 4.0},
+                   {})
+    assert [[c.key for c in r] for r in size_rounds(cells, est)] == [
+        [cells[2].key, cells[0].key], [cells[3].key, cells[1].key], [cells[4].key]]
+
+
+def test_a_budgeted_run_learns_from_its_cells_and_starts_none_that_would_end_past_the_deadline(registry):
+    """A real autograd run whose estimate is far too low (the model off as a CPU-fitted prior is off on a GPU):
+    the smallest size of each family runs first (in rounds across families), its measured wall time corrects
+    the larger sizes' estimates, and those no longer fit the budget: recorded resumable `skipped` with the
+    corrected estimate, instead of run to the deadline. No wall-clock assertion: the model is 10,000× low, the
+    budget 120 s (a safety net far above the cells' fraction of a second)."""
+    cells = [_cell("grad", "n10"), _cell("grad", "n100"), _cell("value", "n10"), _cell("value", "n100")]
+    est = Estimate({c.key: (1e-5 if c.size == "n10" else 0.05) for c in cells}, {})  # n100: 5,000× n10's model
+    order: list[str] = []
+
+    class Order(RunObserver):
+        def on_progress(self, cell, measurement):
+            if cell is not None and measurement is None:
+                order.append(cell.key)
+
+    options = RunOptions(timeout=120, threads=1, deadline=time.monotonic() + 120, budget="2m", estimate=est)
+    out = {m.cell.key: m for m in runner.run(registry, Plan(tuple(cells), ()), options, observer=Order())}
+    assert {order[0], order[1]} == {cells[0].key, cells[2].key}  # every family's smallest size first
+    assert all(out[c.key].status is Status.OK for c in cells if c.size == "n10")
+    for c in cells[1::2]:
+        m = out[c.key]
+        assert m.status is Status.SKIPPED and m.details["resumable"], m.message
+        assert "corrected by this run's cells" in m.message and "--max-time 2m" in m.message

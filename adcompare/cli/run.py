@@ -135,7 +135,7 @@ def command(args: argparse.Namespace) -> int:
     st = _study(registry, plan, args, output, header.machine.id,
                 frozenset(m.cell.key for m in recovered))
     options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
-                         budget=args.max_time or "", rounds=args.rounds, confirm=confirm)
+                         budget=args.max_time or "", rounds=args.rounds, confirm=confirm, estimate=st.estimate)
     target = Output(Path(output), header, resume=args.resume, overwrite=args.overwrite, fresh=fresh,
                     then=f"add --resume -o {output} to the same command to run the rest")
     with watching(st.plan, args.rounds, show_progress=not args.no_progress) as observers:

@@ -31,6 +31,7 @@ from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
 from adcompare.run.worker_handle import WorkerProcess
 from adcompare.study.budget import left_out
+from adcompare.study.estimate import Estimate, LiveEstimate, size_rounds
 from adcompare.study.plan import Plan
 
 
@@ -46,6 +47,10 @@ class RunOptions:
     rounds: int = 1  # --rounds: each timed cell measured this many times, each in fresh workers (rounds.py)
     # --confirm: given every cell's record after the last round, the keys of those to time in `rounds` more rounds
     confirm: Callable[[Sequence[Measurement]], Collection[str]] | None = None
+    # The study's estimate of the cells (study/estimate.py). With a deadline, the cells run in rounds of sizes,
+    # cheapest first, the estimate corrected by each finished cell, and no cell starts whose corrected estimate
+    # would end past the deadline.
+    estimate: Estimate | None = None
 
 
 def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserver = RunObserver(),
@@ -68,9 +73,14 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
     for c in p.cells:
         if c.key not in skip_keys:
             groups[c.worker_group].append(c)
+    live = LiveEstimate(options.estimate) if options.estimate is not None and options.deadline is not None else None
     try:
-        measured = (_measure_groups(registry, groups, options, cache_dir, observer) if options.rounds <= 1
-                    else _measure_in_rounds(registry, groups, options, cache_dir, observer))
+        if options.rounds > 1:
+            measured = _measure_in_rounds(registry, groups, options, cache_dir, observer)
+        elif live is not None:
+            measured = _measure_to_budget(registry, groups, options, cache_dir, observer, live)
+        else:
+            measured = _measure_groups(registry, groups, options, cache_dir, observer)
         for m in measured:
             observer.on_cell(m)
             measurements.append(m)
@@ -79,8 +89,28 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
     return measurements
 
 
+def _measure_to_budget(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
+                       options: RunOptions, cache_dir: Path, observer: RunObserver,
+                       live: LiveEstimate) -> Iterator[Measurement]:
+    """A --max-time run: every group's cells in rounds of sizes (every family's smallest size first, then the
+    next, …; each round cheapest first by the estimate as this run has corrected it so far), a fresh worker per
+    group and round, so that the budget measures as many cells as it can across every problem and adapter
+    instead of spending itself on the first group's largest cells. A timeout still skips its family's larger
+    sizes in later rounds."""
+    timed_out: dict[tuple[str, ...], dict[tuple[str, ...], str]] = defaultdict(dict)
+    cells = [c for group in groups.values() for c in group]
+    for number in range(len(size_rounds(cells, live))):
+        this_round = size_rounds(cells, live)[number]  # ordered by the estimate as corrected so far (cheap: a sort)
+        by_group: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
+        for c in this_round:
+            by_group[c.worker_group].append(c)
+        yield from _measure_groups(registry, by_group, options, cache_dir, observer, live, timed_out)
+
+
 def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
-                    options: RunOptions, cache_dir: Path, observer: RunObserver) -> Iterator[Measurement]:
+                    options: RunOptions, cache_dir: Path, observer: RunObserver, live: LiveEstimate | None = None,
+                    timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], str]] | None = None
+                    ) -> Iterator[Measurement]:
     """Each worker group's cells in one fresh worker process, group after group. Groups that differ only by
     environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
     as in odd rounds, put the other environment first): a load that comes and goes then falls on both sides of a
@@ -98,8 +128,10 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     interpreter=options.interpreters.get(first.environment), inputs=registry.inputs,
                     seed=registry.seed, devices=first.devices)))
             adapter = registry.adapters.get(bundle[0][0].adapter)
-            measured = (_run_group(workers[0], bundle[0], options, observer) if len(bundle) == 1
-                        else _run_environments(workers, bundle, options, observer))
+            group = bundle[0][0].worker_group
+            measured = (_run_group(workers[0], bundle[0], options, observer, live,
+                                   timed_out[group] if timed_out is not None else {}) if len(bundle) == 1
+                        else _run_environments(workers, bundle, options, observer, live))
             for m in measured:
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report
                     m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
@@ -158,21 +190,21 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
         raise
 
 
-def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions, observer: RunObserver):
+def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions, observer: RunObserver,
+               live: LiveEstimate | None, timed_out: dict[tuple[str, ...], str]):
     """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family."""
-    timed_out: dict[tuple[str, ...], str] = {}
     for cell in cells:
         observer.on_progress(cell, None)
-        m = _left_out(cell, timed_out, options)
+        m = _left_out(cell, timed_out, options, live)
         if m is None:
             started = worker.starts
-            m = _recorded(worker, *_run_one(worker, cell, options), started, observer, timed_out)
+            m = _recorded(worker, *_run_one(worker, cell, options), started, observer, timed_out, live)
         yield m
         observer.on_progress(cell, m)
 
 
 def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequence[Cell]], options: RunOptions,
-                      observer: RunObserver) -> Iterator[Measurement]:
+                      observer: RunObserver, live: LiveEstimate | None) -> Iterator[Measurement]:
     """One worker group in several environments (`bundle[i]`: its cells in `workers[i]`'s), cell by cell: each
     cell's environments timed in lockstep (lockstep.py), or one after the other when checking only."""
     timed_out: list[dict[tuple[str, ...], str]] = [{} for _ in workers]
@@ -184,7 +216,7 @@ def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequenc
         results: dict[int, Measurement] = {}
         for side, cell in sides.items():
             observer.on_progress(cell, None)
-            left = _left_out(cell, timed_out[side], options)
+            left = _left_out(cell, timed_out[side], options, live)
             if left is not None:
                 results[side] = left
         ready = [side for side in sides if side not in results]
@@ -195,7 +227,7 @@ def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequenc
         else:
             timed = [_run_one(workers[side], sides[side], options) for side in ready]
         for side, (m, wall) in zip(ready, timed):
-            results[side] = _recorded(workers[side], m, wall, started[side], observer, timed_out[side])
+            results[side] = _recorded(workers[side], m, wall, started[side], observer, timed_out[side], live)
         for side in sorted(results):
             yield results[side]
             observer.on_progress(sides[side], results[side])
@@ -211,17 +243,25 @@ def _run_one(worker: WorkerProcess, cell: Cell, options: RunOptions) -> tuple[Me
     return m, time.perf_counter() - began
 
 
-def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: RunOptions) -> Measurement | None:
-    """The record of a cell that does not run: a smaller size of its family timed out, or the budget is spent."""
+def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: RunOptions,
+              live: LiveEstimate | None = None) -> Measurement | None:
+    """The record of a cell that does not run: a smaller size of its family timed out, the budget is spent, or
+    its estimate (corrected by this run's cells) would end past the deadline."""
     if cell.family in timed_out:
         return Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]} timed out")
-    if options.deadline is not None and time.monotonic() >= options.deadline:
+    if options.deadline is None:
+        return None
+    left = options.deadline - time.monotonic()
+    if left <= 0:
         return left_out(cell, options.budget, "the time budget was spent before this cell started")
+    if live is not None and (expected := live.seconds(cell)) > left:
+        return left_out(cell, options.budget, f"estimated at {expected:.0f} s (corrected by this run's cells), "
+                                              f"more than the {left:.0f} s left")
     return None
 
 
 def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, observer: RunObserver,
-              timed_out: dict[tuple[str, ...], str]) -> Measurement:
+              timed_out: dict[tuple[str, ...], str], live: LiveEstimate | None = None) -> Measurement:
     """A cell's measurement as recorded: the worker's versions, and the cell's own wall time, worker start-up
     excluded (what estimate.py learns from on this machine, the start-up kept apart as `worker_start_seconds`, the
     harness's cost: analysis/harness_cost.py); a worker started for it is reported first, and a timeout — or a
@@ -238,4 +278,6 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
         m = replace(m, versions=dict(worker.info.versions))
     if m.status is Status.TIMEOUT or (m.timing is not None and m.timing.stopped == CELL_TIMEOUT):
         timed_out[m.cell.family] = m.cell.size
+    if live is not None:
+        live.learn(m.cell, max(wall, 0.0))
     return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4), **started_here})

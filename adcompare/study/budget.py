@@ -2,8 +2,10 @@
 
 A family (`Cell.family`) is the cells that differ by size only. The budget
 is filled by rounds — every family's smallest size first, then every family's next size, and so on — in estimated
-seconds (estimate.py), with a worker group's start-up counted when its first cell is chosen. Chosen cells then run in
-the plan's order, one worker per group; the runner also stops at the deadline itself, since estimates can be wrong.
+seconds (estimate.py), with a worker group's start-up counted when its first cell is chosen. Chosen cells then run
+the same way (run/runner.py): round by round of sizes across every worker group, each round cheapest first, and the
+runner corrects the estimate with every cell that finishes (estimate.LiveEstimate) and starts no cell whose
+corrected estimate ends past the deadline, since the model can be wrong (on a GPU, by far).
 Cells left out are recorded `skipped` with the reason and `details.resumable`, which `--resume` runs again.
 """
 from __future__ import annotations

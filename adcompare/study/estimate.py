@@ -217,3 +217,52 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
         if g not in startups:
             startups[g] = history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
     return Estimate(out, startups, frozenset(measured))
+
+
+class LiveEstimate:
+    """An estimate corrected while a run goes (`run --max-time`): each finished cell's wall time against its
+    modelled seconds gives a ratio that corrects its family's larger sizes (the model's scaling kept, its constant
+    measured), and cells of no family measured yet take the median ratio of the cells run on the same device by
+    the same adapter — so a GPU's cells are estimated from GPU cells, whatever the CPU-fitted priors said. Cells
+    measured on this machine before (history) keep their measured seconds."""
+
+    def __init__(self, estimate: Estimate):
+        self.base = estimate
+        self._family: dict[tuple[str, ...], float] = {}
+        self._kind: dict[tuple[str, str], list[float]] = {}
+
+    def seconds(self, cell: Cell) -> float:
+        base = self.base.cells.get(cell.key)
+        if base is None:
+            return 0.0
+        if cell.key in self.base.measured:
+            return base
+        ratio = self._family.get(cell.family)
+        if ratio is None and (kind := self._kind.get((cell.device, cell.adapter))):
+            ratio = sorted(kind)[len(kind) // 2]
+        return base * ratio if ratio is not None else base
+
+    def learn(self, cell: Cell, wall_seconds: float) -> None:
+        """A cell of this run finished in `wall_seconds` (its worker's start-up excluded)."""
+        base = self.base.cells.get(cell.key)
+        if base is None or base <= 0 or cell.key in self.base.measured:
+            return
+        ratio = wall_seconds / base
+        self._family[cell.family] = ratio
+        self._kind.setdefault((cell.device, cell.adapter), []).append(ratio)
+
+
+def size_rounds(cells: Sequence[Cell], estimate: Estimate | LiveEstimate) -> list[list[Cell]]:
+    """The cells in rounds of sizes — every family's smallest size first, then every family's next size, … (the
+    plan lists a family's sizes smallest first) — each round cheapest first: what a --max-time run runs, so that
+    it measures as many cells as it can across every problem before the budget ends."""
+    seconds = estimate.seconds if isinstance(estimate, LiveEstimate) else (lambda c: estimate.cells.get(c.key, 0.0))
+    rank: dict[str, int] = {}
+    seen: dict[tuple[str, ...], int] = {}
+    for c in cells:
+        rank[c.key] = seen.get(c.family, 0)
+        seen[c.family] = rank[c.key] + 1
+    rounds: list[list[Cell]] = [[] for _ in range(max(seen.values(), default=0))]
+    for c in cells:
+        rounds[rank[c.key]].append(c)
+    return [sorted(r, key=seconds) for r in rounds]
