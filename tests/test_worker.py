@@ -201,3 +201,16 @@ def test_a_cells_own_timeout_is_its_deadline_and_the_others_keep_the_runs(fault_
     assert (options.cell_timeout(own), options.cell_timeout(other)) == (4.0, 60.0)
     (m,) = runner.run(fault_registry, Plan((own,), ()), options)
     assert m.status is Status.OK and m.timing.stopped == "deadline" and 2 <= len(m.timing.samples) < 30, m.message
+
+
+def test_a_workers_start_up_is_what_the_parent_waited_for_it():
+    """The start-up the records keep (and the harness's cost charges to worker_start) runs from the launch to the
+    worker's first record, as the parent waits: the interpreter's launch and imports that come before the worker's
+    own clock starts were charged to its first cell's wall time before."""
+    from adcompare.run.worker_handle import WorkerProcess
+
+    with WorkerProcess("autograd", "float64", "cpu", 1) as worker:
+        began = time.perf_counter()
+        info = worker.start()
+        waited = time.perf_counter() - began
+        assert waited * 0.8 <= info.startup_seconds <= waited

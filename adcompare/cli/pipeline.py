@@ -77,14 +77,13 @@ def selection(args: argparse.Namespace, registry: Registry) -> Selection:
         check_selected(registry, problems)
         problems = problems or file_fed(registry)
         dtypes = dtypes or ("float64",)
-    suite = args.suite
-    if suite is None:
-        suite, why = suite_for(problems)
-        if why:
-            err.print(f"[yellow]{why}[/]", highlight=False)
+    suite, why = args.suite, ""
+    if suite is None:  # input files plan their problems in any suite
+        suite, why = ("quick", "") if registry.inputs else suite_for(problems)
     return Selection(problems=problems, sizes=split(args.size), operators=split(args.operator),
                      adapters=split(args.adapter), variants=split(args.variant), devices=split(args.device),
-                     dtypes=dtypes, tags=split(args.tag), suite=suite, environments=split(args.environment),
+                     dtypes=dtypes, tags=split(args.tag), suite=suite, suite_chosen=why,
+                     environments=split(args.environment),
                      device_counts=device_counts(args.devices))
 
 
@@ -110,6 +109,8 @@ def plan_cells(registry: Registry, selected: Selection, *, memory_limit_gib: flo
                               for name, suites in elsewhere.items())
             raise UsageError(f"suite {selected.suite or 'quick'} plans no cell of the selection: {where}")
         raise UsageError("the selection matches no cell; `adcompare list` shows what exists")
+    if selected.suite_chosen:  # said once the plan stands: a refused selection says only why it was refused
+        err.print(f"[yellow]{selected.suite_chosen}[/]", highlight=False)
     return plan
 
 

@@ -103,7 +103,7 @@ class WorkerInfo:
     device_name: str = ""
     threads: int = 1
     pid: int = 0
-    startup_seconds: float = 0.0
+    startup_seconds: float = 0.0  # from launch to this record, as the parent waited (worker_handle.start)
     versions: dict[str, str] = field(default_factory=dict)
     unavailable: str | None = None
     devices: int = 1  # the device count its cells split across (Cell.devices); part of its worker group

@@ -120,6 +120,7 @@ class WorkerProcess:
             cmd += ["--seed", str(self.seed)]
         if self.devices != 1:
             cmd += ["--devices", str(self.devices)]
+        launched = time.perf_counter()
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
                                       pass_fds=(write_fd,), env=env,
                                       start_new_session=True)
@@ -132,7 +133,10 @@ class WorkerProcess:
             self.close()
             where = "" if self.devices == 1 else f" on {self.devices} devices"
             raise RuntimeError(f"worker for {self.adapter}/{self.dtype}/{self.device}{where} failed to start: {why}")
-        self.info = WorkerInfo.from_json(record)
+        # The start-up as the parent waits for it: the interpreter's launch and the worker's imports (0.3–0.7 s
+        # here) come before the worker's own clock starts, and were charged to the first cell's wall time.
+        info = WorkerInfo.from_json(record)
+        self.info = replace(info, startup_seconds=max(info.startup_seconds, time.perf_counter() - launched))
         return self.info
 
     def _read(self, timeout: float | None) -> dict[str, Any] | None:

@@ -48,6 +48,7 @@ class Selection:
     # Device counts (`--devices 1,2,4`) for the data-parallel operators; other operators run at 1 only, and only
     # when 1 is asked for. Empty: the suite's counts (the quick suite's pmap entry at 1, 2 and 4; else 1).
     device_counts: tuple[int, ...] = ()
+    suite_chosen: str = ""  # why `suite` is not the quick suite when --suite was not given (suites.suite_for)
 
 
 @dataclass(frozen=True)
