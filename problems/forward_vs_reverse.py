@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+import adcompare
 from adcompare import problem
 
 
@@ -53,7 +54,8 @@ def control_loop(z, /, *, xp):
     is defined wherever max(z) is not an integer, k being locally constant) and must fail under a tracing
     compiler (jax.jit, tf.function), which `compilable=False` declares. The seeded standard-normal inputs give
     k = 1, 2, 3, 3 at n = 10, 100, 1,000, 10,000 (the article's n = 100 example has k = 2 too).
-    See `control_loop_static` for the compilable form.
+    See `control_loop_static` for the compilable form with the count fixed, and `control_loop_while` for the same
+    data-dependent loop written so that a compiler can stage it.
     """
     for _ in range(int(xp.max(z))):
         z = xp.sin(z**2)
@@ -82,5 +84,43 @@ def control_loop_static(z, /, *, xp):
 
 
 @control_loop_static.inputs
+def _(rng, n):
+    return {"z": rng.standard_normal(n)}
+
+
+# The bound adcompare.while_loop requires of control_loop_while (reaching it is an error, never a truncation):
+# k = ⌊max(z)⌋ is 1–3 on the seeded standard-normal inputs (max 3.9 at n = 10,000; 5 would take n ≈ 3·10⁶), so 8
+# holds every generated input with room. JAX's reverse mode runs the bounded form, all 8 trips (the state frozen
+# after the k-th): the bound is kept small because that is what a staged reverse-mode loop pays for it.
+CONTROL_MAX_TRIPS = 8
+
+
+@problem(sizes=[10, 100, 1_000, 10_000], wrt="z", tags=("scalar-output", "wide", "control-flow"))
+def control_loop_while(z, /, *, xp):
+    """`control_loop`, the same function and the same k = ⌊max(z)⌋ trips of z ← sin(z²), with the data-dependent
+    loop written as `adcompare.while_loop` (seed 001's twin): what each compiler does once the loop is staged.
+
+    The loop runs while trips + 1 ≤ max(z) — for a whole number of trips, trips < ⌊max(z)⌋, which is
+    `range(int(max(z)))`'s count (int truncates toward 0, ⌊·⌋ toward −∞: both give no trip for max(z) < 1) — a
+    comparison staged with the loop instead of a Python int read off the data. Eagerly it is a Python loop op by
+    op, as `control_loop`; under jax.jit a lax.while_loop (forward mode) or the bounded form of CONTROL_MAX_TRIPS
+    steps (reverse mode, which must transpose the loop); under tf.function a tf.while_loop; torch.compile refuses
+    it (`unsupported`, with the reason). The derivative is `control_loop`'s wherever max(z) is not a whole number
+    (k is then locally constant, and the comparison carries no derivative).
+    """
+    top = xp.max(z)
+
+    def more(state):
+        return state[1] + 1 <= top
+
+    def step(state):
+        z, trips = state
+        return xp.sin(z**2), trips + 1
+
+    z, _ = adcompare.while_loop(more, step, (z, xp.zeros_like(top)), xp=xp, max_trips=CONTROL_MAX_TRIPS)
+    return xp.sum(z)
+
+
+@control_loop_while.inputs
 def _(rng, n):
     return {"z": rng.standard_normal(n)}

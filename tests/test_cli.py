@@ -101,7 +101,7 @@ def test_run_then_compare(tmp_path, capsys):
     assert main(base + ["-o", str(a)]) == 0
     assert main(base + ["-o", str(b)]) == 0
     printed = capsys.readouterr().out
-    assert "findings: none of the 8 seed claims was measured" in printed  # grad alone tests no seed claim
+    assert "findings: none of the 9 seed claims was measured" in printed  # grad alone tests no seed claim
     assert printed.index("findings") < printed.index(f"results: {b}")
     # The harness's own cost, from the record the run wrote: its worker's start-up on the one cell it ran.
     (m,) = load([b]).measurements

@@ -17,16 +17,18 @@ from hypothesis import strategies as st
 
 from adcompare.analysis import gradbench, ratio_grid
 from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.cli.main import main
+from adcompare.cli.arguments import DEFAULT_TIMEOUT, timeouts
+from adcompare.cli.main import build_parser, main
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.problem import Size
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
 from adcompare.report.page import build
+from adcompare.run.runner import RunOptions
 from adcompare.store.results import load
 from adcompare.study.plan import Selection, plan, usable_adapters
-from adcompare.study.suites import SUITES, allows
+from adcompare.study.suites import NESTED_TIMEOUT, SUITES, allows
 
 REGISTRY = plugins.load()
 BA = ((49, 7776, 31843), (21, 11315, 36455), (161, 48126, 182072), (372, 47423, 204472), (257, 65132, 225911),
@@ -90,6 +92,22 @@ def test_every_usable_adapter_and_variant_in_float64_only(gradbench_plan):
                 continue  # no compiler: decided unsupported without running
             assert (name, variant) in pairs, (name, variant)
     assert all(m.status is Status.UNSUPPORTED for m in gradbench_plan.decided)
+
+
+def test_the_nested_evals_cells_carry_their_own_timeout_unless_timeout_is_given(gradbench_plan):
+    """Item 4 of issue 40: saddle's and particle's cells (eager calls of 10 s to minutes) get NESTED_TIMEOUT, the
+    other evals' cells --timeout's default; a --timeout given holds for every cell."""
+    nested = {c.key for c in gradbench_plan.cells if c.problem in ("saddle", "particle")}
+    assert nested and dict(gradbench_plan.timeouts) == dict.fromkeys(nested, NESTED_TIMEOUT)
+    assert NESTED_TIMEOUT > DEFAULT_TIMEOUT
+    assert not plan(REGISTRY, Selection(suite="quick")).timeouts
+    parser = build_parser()
+    saddle_rr = next(c for c in gradbench_plan.cells if c.problem == "saddle" and c.operator == "nested_rr")
+    lse = next(c for c in gradbench_plan.cells if c.problem == "lse")
+    for argv, nested_seconds, other_seconds in ((["run"], NESTED_TIMEOUT, DEFAULT_TIMEOUT),
+                                                (["run", "--timeout", "120"], 120.0, 120.0)):
+        options = RunOptions(**timeouts(parser.parse_args(argv), gradbench_plan))
+        assert (options.cell_timeout(saddle_rr), options.cell_timeout(lse)) == (nested_seconds, other_seconds)
 
 
 def test_a_problem_may_name_gradbenchs_axes_in_its_own_order():

@@ -22,6 +22,7 @@ descent) is longer still.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -328,3 +329,43 @@ def test_the_nesting_view_holds_each_pairs_four_medians_recomputed_from_the_samp
     assert "<th>ff</th><th>fr</th><th>rf</th><th>rr</th>" in page
     section = page[page.index('class="plain gradbench-nesting"'):]
     assert "timeout" in section[:section.index("</table>")] and "failed" in section[:section.index("</table>")]
+
+
+# A real `adcompare run --suite gradbench --problem saddle --adapter autograd,torch --variant eager --operator
+# nested_rr --timeout 120` on the project's 2-core machine (load ~4): autograd's 11-17 s calls gave 6 samples before
+# the deadline, torch's 42 s calls one after the checked first call.
+SADDLE_RR_EAGER = Path(__file__).parent / "fixtures" / "nested" / "saddle_rr_eager.jsonl"
+
+
+def test_the_nesting_view_marks_few_sample_cells_and_gives_a_timeouts_first_call_or_bound(tmp_path):
+    """Issue 40 item 4: a slow eager cell's median of few samples says how many; a timeout says what it ran."""
+    from dataclasses import replace
+
+    from adcompare.analysis import gradbench
+    from adcompare.model.status import Status
+    from adcompare.plugin import registry as plugins
+    from adcompare.report.page import build
+    from adcompare.store.results import Results, load
+    from adcompare.study.suites import NESTED_TIMEOUT
+
+    raw = {r["cell"]["adapter"]: r for r in map(json.loads, SADDLE_RR_EAGER.read_text().splitlines())
+           if r.get("record") == "cell"}
+    real = load([SADDLE_RR_EAGER], plugins.load().problems).measurements
+    torch_rr = next(m for m in real if m.cell.adapter == "torch")
+    stopped = [replace(torch_rr, cell=replace(torch_rr.cell, operator=f"nested_{order}"), status=Status.TIMEOUT,
+                       timing=None, details=details)
+               for order, details in (("ff", {"first_call_seconds": 98.5, "lower_bound_seconds": 7.25}),
+                                      ("fr", {"lower_bound_seconds": 600.0}))]
+    (table,) = gradbench.nesting_tables([*real, *stopped])
+    assert table.timeout == NESTED_TIMEOUT
+    for adapter in ("autograd", "torch"):
+        n = len(raw[adapter]["timing"]["samples"])
+        assert table.median(f"{adapter} · eager", "rr") == float(np.median(raw[adapter]["timing"]["samples"]))
+        assert table.note(f"{adapter} · eager", "rr") == ("" if n >= 3 else f"{n} sample{'s' * (n != 1)}")
+    assert table.note("torch · eager", "rr") == "1 sample"  # the run this fixture records
+    assert table.note("torch · eager", "ff") == "first call 98.5 s" and table.note("torch · eager", "fr") == "≥ 600 s"
+    page = build(Results((), (*real, *stopped)), tmp_path / "report").read_text(encoding="utf-8")
+    section = page[page.index('class="plain gradbench-nesting"'):]
+    section = section[:section.index("</table>")]
+    assert "(1 sample)" in section and "timeout (first call 98.5 s)" in section and "timeout (≥ 600 s)" in section
+    assert "unless <code>--timeout</code> is given" in page

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from adcompare.model.errors import CellFailure
 from adcompare.model.operators import OPERATORS, applicable
 from adcompare.model.problem import evaluated_shapes, example_output_shape, output_shape, shapes_of
 from adcompare.model.shapes import Shapes, without_hints
@@ -33,6 +34,7 @@ SHAPES = {
     "exp_dot_loss": ((), None),
     "control_loop": ((), None),
     "control_loop_static": ((), None),
+    "control_loop_while": ((), None),
     "rbf_kernel_point": ((10,), None),
     "rbf_kernel_map": ((10, 10), (10,)),
     "tanh": ((10,), None),
@@ -189,6 +191,19 @@ def test_seed_001_control_loop_reads_k_from_the_data():
     loop, static = forward_vs_reverse.control_loop, forward_vs_reverse.control_loop_static
     assert loop(z3, xp=np) == pytest.approx(static(z3, xp=np))
     assert loop(z, xp=np) != pytest.approx(static(z, xp=np))
+
+
+def test_seed_001_staged_twin_takes_the_loops_count_and_never_truncates():
+    """control_loop_while runs range(int(max(z)))'s trips — none below 1, as int truncates toward 0 — and a
+    max(z) past its bound is an error, not a shorter loop."""
+    loop, twin = forward_vs_reverse.control_loop, forward_vs_reverse.control_loop_while
+    for z in (np.array([0.3, -1.2, 2.7, 0.9]), np.array([0.3, -1.2, 3.2, 0.9]), np.array([0.99, -0.5]),
+              np.array([-0.2, -3.5]), np.array([1.0, 0.5]), np.linspace(-1.0, 7.5, 9)):
+        assert twin(z, xp=np) == loop(z, xp=np), z
+    bound = forward_vs_reverse.CONTROL_MAX_TRIPS
+    assert twin(np.array([bound + 0.5]), xp=np) == loop(np.array([bound + 0.5]), xp=np)
+    with pytest.raises(CellFailure, match="max_trips=8"):
+        twin(np.array([bound + 1.5]), xp=np)
 
 
 def test_seed_002_map_shift_derivative_is_the_threads_grad_kernel_map():

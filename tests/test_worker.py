@@ -191,6 +191,18 @@ def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_
     assert "no timed call finished within the 4 s cell timeout" in bound.message
 
 
+def test_a_cells_own_timeout_is_its_deadline_and_the_others_keep_the_runs(fault_registry):
+    """Issue 40 item 4: RunOptions.timeouts (the plan's per-cell timeouts: the nested evals') is the deadline the
+    worker times a slow cell against. 30 calls of 0.4 s fit in the run's 60 s timeout but not in the cell's own
+    4 s, so the cell stops at its deadline; the same cell without an own timeout is not stopped."""
+    policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)
+    own, other = _cell("slow_calls", "n3"), _cell("slow_calls", "n3", dtype="float32")
+    options = runner.RunOptions(timeout=60.0, threads=1, policy=policy, timeouts={own.key: 4.0})
+    assert (options.cell_timeout(own), options.cell_timeout(other)) == (4.0, 60.0)
+    (m,) = runner.run(fault_registry, Plan((own,), ()), options)
+    assert m.status is Status.OK and m.timing.stopped == "deadline" and 2 <= len(m.timing.samples) < 30, m.message
+
+
 def test_a_workers_start_up_is_what_the_parent_waited_for_it():
     """The start-up the records keep (and the harness's cost charges to worker_start) runs from the launch to the
     worker's first record, as the parent waits: the interpreter's launch and imports that come before the worker's

@@ -11,6 +11,13 @@ Verdict: **confirmed** when at least half the comparisons significantly agree an
 **contradicted** when none agrees, or more disagree than agree; **mixed** otherwise; **not measured** when the
 results hold no context with both sides.
 
+A `control_flow` claim (seed 001's loop whose trip count is read off the data) names the loop as the article writes it
+and its twin written with `adcompare.while_loop`, one operator each: per adapter · variant, at the largest size
+each ran, what the loop as written gave (a time, or its failure with the reason) beside what the staged twin gave.
+The article runs the loop without a compiler, so the verdict counts the eager variants of the loop as written: one
+whose derivative passed its check agrees, one that failed disagrees (same rule); what the compilers do with either
+form is shown, not counted — a compiled failure of the loop as written is the seed's point.
+
 A `parallel` claim (seed 004's pmap) names one data-parallel operator: each cell followed across device counts
 (across_devices.py) at its largest size agrees when its speed-up T(1) ÷ T(D) at the largest D has an interval above
 1, disagrees when below, with the same verdict rule — counting only real devices. Emulated host devices share one
@@ -33,6 +40,9 @@ from adcompare.analysis.sizes import sort_key
 from adcompare.analysis.summary import entry, sample_key, timed
 from adcompare.model.cell import CURRENT
 from adcompare.model.measurement import Measurement
+from adcompare.model.status import NOT_RUN, Status
+from adcompare.model.units import seconds
+from adcompare.verify.expectations import expected_reason
 
 CONFIRMED, CONTRADICTED, MIXED, NOT_MEASURED = "confirmed", "contradicted", "mixed", "not measured"
 NOT_MEASURABLE = "not measurable here"
@@ -52,6 +62,7 @@ class Claim:
     grows: bool = False
     first_call: bool = False
     parallel: str = ""  # "problem:operator" of a data-parallel operator: runs in parallel across devices
+    control_flow: tuple[str, ...] = ()  # ("problem:operator" as the article writes it, its while_loop twin)
 
     @staticmethod
     def side(spec: str) -> tuple[str, str, str | None]:
@@ -67,7 +78,8 @@ class Claim:
 
 def claims() -> list[Claim]:
     data = json.loads(resources.files("adcompare.analysis").joinpath("seed_claims.json").read_text(encoding="utf-8"))
-    return [Claim(**{**c, "slower": tuple(c.get("slower", ()))}) for c in data["claims"]]
+    return [Claim(**{**c, "slower": tuple(c.get("slower", ())), "control_flow": tuple(c.get("control_flow", ()))})
+            for c in data["claims"]]
 
 
 @dataclass(frozen=True)
@@ -288,17 +300,143 @@ def evaluate_parallel(measurements: Sequence[Measurement], claim: Claim, boot: B
     return ParallelFinding(claim, tuple(s for s in found if s.first.cell.size == largest[s.first.family]))
 
 
+@dataclass(frozen=True)
+class ControlFlowRow:
+    """One adapter · variant: the loop as the article writes it and its staged twin, each at its largest size."""
+
+    context: str  # "jax · compiled", plus device/dtype/machine where the results hold several
+    compiled: bool  # the variant runs compiled code (as its adapter declares)
+    written: Measurement | None
+    staged: Measurement | None
+
+    @property
+    def written_text(self) -> str:
+        return outcome(self.written)
+
+    @property
+    def staged_text(self) -> str:
+        return outcome(self.staged)
+
+    @property
+    def agrees(self) -> int:
+        """+1 the loop as written was differentiated and checked eagerly, -1 it failed eagerly, 0 not counted."""
+        m = self.written
+        if self.compiled or m is None or m.status in NOT_RUN or m.status is Status.UNSUPPORTED:
+            return 0
+        return 1 if m.status is Status.OK else -1
+
+
+def outcome(m: Measurement | None) -> str:
+    """A cell's outcome in words: its median (and sample count when few), or its status and the reason."""
+    if m is None:
+        return "not run"
+    if timed(m) and m.timing is not None:
+        few = f", {len(m.timing.samples)} sample{'s' * (len(m.timing.samples) > 1)}" if m.timing.few_samples else ""
+        return f"{seconds(m.timing.median)} ({m.cell.size}{few})"
+    reason = expected_reason(m) or m.message.split("\n")[0]
+    reason = reason if len(reason) <= 160 else reason[:157] + "…"
+    return f"{m.status.value} ({m.cell.size}{': ' + reason if reason else ''})"
+
+
+@dataclass(frozen=True)
+class ControlFlowFinding:
+    """A `control_flow` claim against what each adapter · variant did with both forms (see the module doc)."""
+
+    claim: Claim
+    rows: tuple[ControlFlowRow, ...]
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        written, staged = self.claim.control_flow
+        return Claim.side(written)[0], Claim.side(staged)[0]
+
+    @property
+    def verdict(self) -> str:
+        votes = [r.agrees for r in self.rows if r.agrees]
+        if not votes:
+            return NOT_MEASURED
+        agree, disagree = votes.count(1), votes.count(-1)
+        if agree == 0 or disagree > agree:
+            return CONTRADICTED
+        return CONFIRMED if disagree == 0 and 2 * agree >= len(votes) else MIXED
+
+    @property
+    def measured(self) -> str:
+        written, staged = self.sides
+        operator = Claim.side(self.claim.control_flow[0])[1]
+        if not self.rows:
+            return f"no {written} or {staged} {operator} cell was run; e.g. adcompare run --problem " \
+                   f"{written},{staged} --operator {operator}"
+        eager = [r for r in self.rows if not r.compiled and r.written is not None]
+        differentiated = [r.context for r in eager if r.agrees > 0]
+        failed = [f"{r.context}: {outcome(r.written)}" for r in eager if r.agrees < 0]
+        parts = [f"{written} {operator} differentiated eagerly by {', '.join(differentiated) or 'none'}"]
+        if failed:
+            parts.append("failed eagerly in " + "; ".join(failed))
+        staged_ok = [f"{r.context} {outcome(r.staged)}" for r in self.rows if r.compiled and r.staged is not None
+                     and timed(r.staged)]
+        staged_not = [f"{r.context} {outcome(r.staged)}" for r in self.rows if r.compiled and r.staged is not None
+                      and not timed(r.staged)]
+        written_compiled = [r for r in self.rows if r.compiled and r.written is not None]
+        if written_compiled:
+            parts.append(f"compiled, {sum(not timed(r.written) for r in written_compiled if r.written)} of "
+                         f"{len(written_compiled)} variants fail on the loop as written")
+        if staged_ok or staged_not:
+            parts.append(f"staged as {staged} (adcompare.while_loop): " + ", ".join(staged_ok + staged_not))
+        return "; ".join(parts)
+
+    @property
+    def text(self) -> str:
+        return f"seed {self.claim.seed}: {self.measured}"
+
+
+def evaluate_control_flow(measurements: Sequence[Measurement], claim: Claim) -> ControlFlowFinding:
+    """Per adapter · variant (and device, dtype where the results hold several), the loop as written and its
+    twin, each at the largest size it ran at (a skipped or too-large cell is left out, an unsupported one kept)."""
+    (written_problem, written_op, _), (staged_problem, staged_op, _) = (Claim.side(s) for s in claim.control_flow)
+    sides = {(written_problem, written_op): 0, (staged_problem, staged_op): 1}
+    # unsupported is kept (torch.compile's refusal of the staged loop is part of the story); skipped cells are not
+    ms = [m for m in measurements if (m.cell.problem, m.cell.operator) in sides
+          and (m.status not in NOT_RUN or m.status is Status.UNSUPPORTED)]
+    several = len({(m.machine, m.cell.device, m.cell.dtype) for m in ms}) > 1
+    found: dict[tuple, list[Measurement | None]] = defaultdict(lambda: [None, None])
+    compiled: dict[tuple, bool] = {}
+    for m in ms:
+        c = m.cell
+        ctx = (c.adapter, c.variant, c.environment, c.device, c.dtype, m.machine)
+        side = sides[(c.problem, c.operator)]
+        held = found[ctx][side]
+        if held is None or sort_key(c.size) > sort_key(held.cell.size):
+            found[ctx][side] = m
+        compiled[ctx] = m.compiled
+    rows = []
+    for ctx in sorted(found, key=lambda k: tuple(str(x) for x in k)):
+        adapter, variant, environment, device, dtype, machine = ctx
+        label = " · ".join(p for p in (adapter, variant, "" if environment == CURRENT else environment) if p)
+        if several:
+            label += f", {device} {dtype}"
+        written, staged = found[ctx]
+        if all(m is None or m.status is Status.UNSUPPORTED for m in (written, staged)):
+            continue  # a variant that runs neither form (autograd has no compiler) says nothing of control flow
+        rows.append(ControlFlowRow(label, compiled[ctx], written, staged))
+    return ControlFlowFinding(claim, tuple(rows))
+
+
+AnyFinding = Finding | ParallelFinding | ControlFlowFinding
+
+
 def findings(measurements: Sequence[Measurement], boot: Bootstrap | None = None,
-             cores: dict[str, int] | None = None) -> list[Finding | ParallelFinding]:
+             cores: dict[str, int] | None = None) -> list[AnyFinding]:
     """Every claim's finding; `cores`: CPU cores per machine fingerprint (named where devices are emulated)."""
     boot = boot or Bootstrap()
     wanted = {Claim.side(spec)[0] for c in claims() for spec in (c.faster, *c.slower) if spec}
     index = timed_index([m for m in measurements if m.cell.problem in wanted])  # the claims' problems only
-    return [evaluate_parallel(measurements, c, boot, cores) if c.parallel else evaluate(index, c, boot)
+    return [evaluate_parallel(measurements, c, boot, cores) if c.parallel
+            else evaluate_control_flow(measurements, c) if c.control_flow else evaluate(index, c, boot)
             for c in claims()]
 
 
-def top(found: Sequence[Finding | ParallelFinding]) -> list[Finding | ParallelFinding]:
+def top(found: Sequence[AnyFinding]) -> list[AnyFinding]:
     """The findings worth a line in the terminal: every measured one, contradicted first."""
     order = {CONTRADICTED: 0, MIXED: 1, CONFIRMED: 2, NOT_MEASURABLE: 3}
     return sorted((f for f in found if f.verdict != NOT_MEASURED), key=lambda f: (order[f.verdict], f.claim.seed))

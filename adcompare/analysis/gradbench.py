@@ -9,7 +9,9 @@ reach sizes the slow ones never do, still compares them; a pair without a time t
 
 The nested evals (saddle, particle) have four functions, one per nesting order (ff, fr, rf, rr: outer mode, then
 inner; the operators nested_ff …): `nesting_tables` puts the four side by side per adapter · variant, as GradBench's
-readers compare them, at the size chosen as for the eval rows.
+readers compare them, at the size chosen as for the eval rows; a median of few samples (a call of seconds to
+minutes, timed from what the cell's timeout afforded) says how many, and a timeout gives its first call or lower
+bound, so no cell that ran is a blank.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from adcompare.analysis.summary import entry, operator_order, timed
 from adcompare.model.measurement import Measurement
 from adcompare.model.nesting import ORDERS
 from adcompare.model.nesting import operator_order as nesting_of
-from adcompare.model.status import NOT_RUN
+from adcompare.model.status import NOT_RUN, Status
+from adcompare.model.units import seconds
 from adcompare.study.suites import GRADBENCH_EVALS, gradbench_eval
 
 
@@ -90,11 +93,29 @@ class NestingTable:
     size: str
     orders: tuple[str, ...]  # GradBench's function names, in its order: ff, fr, rf, rr
     pairs: dict[str, dict[str, Measurement]]  # adapter · variant → order → the measurement at `size`
+    timeout: float | None = None  # the eval's cells' own timeout (its suite entry's) unless --timeout was given
 
     def median(self, pair: str, order: str) -> float | None:
         """The steady-state median of `pair` in `order`, None where it has no time."""
         m = self.pairs.get(pair, {}).get(order)
         return m.timing.median if m is not None and timed(m) and m.timing is not None else None
+
+    def note(self, pair: str, order: str) -> str:
+        """What qualifies the cell's entry: a median of few samples says how many (no interval: a slow call timed
+        from what its timeout afforded, run/timing.py rule 7); a timeout gives its checked first call, or how long
+        its prepare and first call ran at least; "" otherwise."""
+        m = self.pairs.get(pair, {}).get(order)
+        if m is None:
+            return ""
+        if timed(m) and m.timing is not None:
+            n = len(m.timing.samples)
+            return f"{n} sample{'s' * (n != 1)}" if m.timing.few_samples else ""
+        first, bound = m.details.get("first_call_seconds"), m.details.get("lower_bound_seconds")
+        if m.status is Status.TIMEOUT and isinstance(first, (int, float)):
+            return f"first call {seconds(first)}"
+        if m.status is Status.TIMEOUT and isinstance(bound, (int, float)):
+            return f"≥ {seconds(bound)}"
+        return ""
 
 
 def nesting_tables(measurements: Iterable[Measurement]) -> list[NestingTable]:
@@ -112,5 +133,5 @@ def nesting_tables(measurements: Iterable[Measurement]) -> list[NestingTable]:
             if m.cell.size == size:
                 pairs[entry(m)][str(nesting_of(m.cell.operator))] = m
         out.append(NestingTable(str(gradbench_eval(problem)), problem, size, tuple(ORDERS),
-                                dict(sorted(pairs.items()))))
+                                dict(sorted(pairs.items())), GRADBENCH_EVALS[problem].timeout))
     return out

@@ -81,7 +81,7 @@ class OverviewData:
 
 @dataclass(frozen=True)
 class FindingsData:
-    findings: tuple[findings.Finding | findings.ParallelFinding, ...]
+    findings: tuple[findings.AnyFinding, ...]
     rule: str
 
 

@@ -10,7 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from adcompare.study.suites import SUITE_SUMMARIES, SUITES
+from adcompare.study.plan import Plan
+from adcompare.study.suites import NESTED_TIMEOUT, SUITE_SUMMARIES, SUITES
+
+DEFAULT_TIMEOUT = 300.0  # seconds per cell without --timeout, but for the suite entries that set their own
 
 # The options of `adcompare run` that each shard's own `adcompare run` takes, as the driver was given them: what to
 # run and how. The driver keeps the rest (--output, --resume, --executor, --shards, --slurm-*, ...): a shard gets its
@@ -62,8 +65,10 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timeout", type=positive(float), default=300.0,
-                   help="seconds per cell before its worker is stopped")
+    p.add_argument("--timeout", type=positive(float), default=None,
+                   help=f"seconds per cell before its worker is stopped (default {DEFAULT_TIMEOUT:.0f}, or a suite "
+                        f"entry's own where its calls take minutes: gradbench's saddle and particle "
+                        f"{NESTED_TIMEOUT:.0f}); given, it holds for every cell")
     p.add_argument("--threads", type=positive(int), default=1,
                    help="threads per framework, the same for all (default 1, as torch.utils.benchmark: "
                         "reproducible on a shared machine; raise it to measure parallel speed-up)")
@@ -180,6 +185,14 @@ def run_defaults() -> Mapping[str, Any]:
     p = argparse.ArgumentParser(add_help=False)
     add_run_arguments(p)
     return vars(p.parse_args([]))
+
+
+def timeouts(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
+    """RunOptions' timeout and per-cell timeouts: --timeout for every cell when given, else DEFAULT_TIMEOUT and the
+    plan's cells' own (Plan.timeouts)."""
+    if args.timeout is not None:
+        return {"timeout": args.timeout, "timeouts": {}}
+    return {"timeout": DEFAULT_TIMEOUT, "timeouts": dict(plan.timeouts)}
 
 
 def shard_options(args: argparse.Namespace) -> tuple[str, ...]:

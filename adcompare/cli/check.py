@@ -6,6 +6,7 @@ import argparse
 import json
 
 from adcompare.cli import tables
+from adcompare.cli.arguments import timeouts
 from adcompare.cli.pipeline import load_registry, plan_cells, selection, watching
 from adcompare.cli.tables import err, out
 from adcompare.model.problem import Problem, Size
@@ -31,7 +32,7 @@ def command(args: argparse.Namespace) -> int:
     registry = load_registry(args.plugin, args.inputs, args.seed)
     plan = plan_cells(registry, selection(args, registry), memory_limit_gib=args.memory_limit,
                       env_options=args.env or ())
-    options = RunOptions(timeout=args.timeout, threads=args.threads, time_it=False)
+    options = RunOptions(**timeouts(args, plan), threads=args.threads, time_it=False)
     with watching(plan, 1, show_progress=not args.no_progress) as observers:
         measurements = run_session(registry, plan, options, observers=observers,
                                    environments_named=environment_specs.parse_options(args.env or ()))

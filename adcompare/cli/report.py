@@ -7,6 +7,7 @@ import datetime
 import importlib.util
 from pathlib import Path
 
+from adcompare.cli.arguments import timeouts
 from adcompare.cli.pipeline import load_registry, plan_cells, print_findings, run_provenance, watching
 from adcompare.cli.tables import out
 from adcompare.model.errors import UsageError
@@ -29,7 +30,7 @@ def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path
     plan = plan_cells(registry, Selection(suite="quick"), memory_limit_gib=args.memory_limit)
     target = Output(path, run_provenance(registry, args.threads), then=f"report them with: adcompare report {path}")
     with watching(plan, 1, show_progress=not args.no_progress) as observers:
-        run_session(registry, plan, RunOptions(timeout=args.timeout, threads=args.threads), output=target,
+        run_session(registry, plan, RunOptions(**timeouts(args, plan), threads=args.threads), output=target,
                     observers=observers)
     return load([path], registry.problems)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from adcompare.analysis.environment_pairs import Confirmation
 from adcompare.analysis.harness_cost import harness_cost
 from adcompare.cli import tables
-from adcompare.cli.arguments import shard_options
+from adcompare.cli.arguments import shard_options, timeouts
 from adcompare.cli.pipeline import (
     load_registry,
     machine,
@@ -52,7 +52,7 @@ def _study(registry: Registry, plan: Plan, args: argparse.Namespace, output: str
     past = study.history([*([output] if output else []), *past_runs(), *(args.history or ())], fingerprint)
     shard = ShardSpec.parse(args.shard) if args.shard else None
     return study.prepare(registry, plan, done=done, past=past, shard=shard, max_time=args.max_time or "",
-                         timeout=args.timeout)
+                         timeout=timeouts(args, plan)["timeout"])
 
 
 def _settle_output(args: argparse.Namespace) -> tuple[str, bool]:
@@ -134,7 +134,7 @@ def command(args: argparse.Namespace) -> int:
     recovered = _recovered(output) if args.resume else []
     st = _study(registry, plan, args, output, header.machine.id,
                 frozenset(m.cell.key for m in recovered))
-    options = RunOptions(timeout=args.timeout, threads=args.threads, deadline=st.deadline(),
+    options = RunOptions(**timeouts(args, st.plan), threads=args.threads, deadline=st.deadline(),
                          budget=args.max_time or "", rounds=args.rounds, confirm=confirm, estimate=st.estimate)
     target = Output(Path(output), header, resume=args.resume, overwrite=args.overwrite, fresh=fresh,
                     then=f"add --resume -o {output} to the same command to run the rest")

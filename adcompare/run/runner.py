@@ -51,6 +51,11 @@ class RunOptions:
     # cheapest first, the estimate corrected by each finished cell, and no cell starts whose corrected estimate
     # would end past the deadline.
     estimate: Estimate | None = None
+    timeouts: Mapping[str, float] = field(default_factory=dict)  # cell key → its own timeout (Plan.timeouts)
+
+    def cell_timeout(self, cell: Cell) -> float:
+        """Seconds `cell` may run: its own timeout where the plan set one, else `timeout`."""
+        return self.timeouts.get(cell.key, self.timeout)
 
 
 def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserver = RunObserver(),
@@ -223,7 +228,7 @@ def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequenc
         started = {side: workers[side].starts for side in ready}
         if options.time_it and len(ready) > 1:
             timed = run_in_lockstep([workers[s] for s in ready], [sides[s] for s in ready],
-                                    timeout=options.timeout, policy=options.policy)
+                                    timeout=options.cell_timeout(sides[ready[0]]), policy=options.policy)
         else:
             timed = [_run_one(workers[side], sides[side], options) for side in ready]
         for side, (m, wall) in zip(ready, timed):
@@ -237,7 +242,7 @@ def _run_one(worker: WorkerProcess, cell: Cell, options: RunOptions) -> tuple[Me
     """One cell in its worker, unpaced, with the seconds it took (start-up included)."""
     began = time.perf_counter()
     try:
-        m = worker.run(cell, timeout=options.timeout, time_it=options.time_it, policy=options.policy)
+        m = worker.run(cell, timeout=options.cell_timeout(cell), time_it=options.time_it, policy=options.policy)
     except RuntimeError as exc:  # the worker failed to start
         m = Measurement(cell, Status.CRASHED, str(exc))
     return m, time.perf_counter() - began

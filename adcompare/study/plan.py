@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adcompare.model.cell import CURRENT, Cell
@@ -23,7 +23,7 @@ from adcompare.plugin.adapter import STANDARD_VARIANTS
 from adcompare.plugin.registry import Registry
 from adcompare.study.environment_specs import EnvironmentSpec, in_environments
 from adcompare.study.preflight import too_large
-from adcompare.study.suites import SUITE_DTYPES, SUITES, allows, suite_devices
+from adcompare.study.suites import SUITE_DTYPES, SUITES, allows, entry_timeout, suite_devices
 
 __all__ = ["DEVICES", "STANDARD_VARIANTS", "Plan", "Selection", "gpu_present", "plan", "required_frameworks",
            "usable_adapters"]
@@ -56,6 +56,9 @@ class Plan:
     cells: tuple[Cell, ...]  # to run in workers
     decided: tuple[Measurement, ...]  # unsupported / too_large, decided without running
     notes: tuple[str, ...] = ()
+    # Cell key → its suite entry's own timeout (suites.entry_timeout: the nested evals'), used unless --timeout
+    # is given; other cells take the run's timeout.
+    timeouts: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -213,4 +216,5 @@ def plan(registry: Registry, sel: Selection, *, memory_limit: int | None = None,
         return (c.adapter, c.dtype, c.device, c.environment, c.devices, c.problem, c.operator, c.variant,
                 orders[c.problem][c.size])
 
-    return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes))
+    timeouts = {c.key: t for c in cells if (t := entry_timeout(sel.suite, c)) is not None}
+    return Plan(tuple(sorted(cells, key=order_key)), tuple(decided), tuple(notes), timeouts)

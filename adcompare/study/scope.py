@@ -66,7 +66,8 @@ def prepare(registry: Registry, plan: Plan, *, done: frozenset[str] = frozenset(
         left = tuple(budget.left_out(c, max_time, "not scheduled: estimated not to fit") for c in rest)
         todo = chosen
     decided = tuple(m for m in decided if m.cell.key not in done)
-    return Study(Plan(tuple(todo), decided, plan.notes), est, left, frozenset(done), plan.total, shard, max_time)
+    return Study(Plan(tuple(todo), decided, plan.notes, plan.timeouts), est, left, frozenset(done), plan.total, shard,
+                 max_time)
 
 
 def summary(study: Study, output: str) -> str:

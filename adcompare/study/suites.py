@@ -37,6 +37,7 @@ class SuiteEntry:
     sweep: tuple[str, ...] | None = None  # "adapter:variant" pairs that run every size (None: every pair) …
     others_at: tuple[str, ...] = ()  # … and the sizes at which the other pairs run
     devices: tuple[int, ...] = (1,)  # device counts of its data-parallel cells unless --devices names them
+    timeout: float | None = None  # seconds per cell where its calls take minutes (None: --timeout's default)
 
     def allows(self, cell: Cell, size: Size, slow: bool, devices_chosen: bool = False) -> bool:
         label = size.dims_label  # a seeded size matches its dimensions; a file-fed one (size.source) every entry size
@@ -78,6 +79,8 @@ QUICK: tuple[SuiteEntry, ...] = (
     SuiteEntry("tanh", ("n100",), ("jvp", "vjp")),
     SuiteEntry("control_loop", ("n100",), ("grad",), slow_variants=("grad",)),
     SuiteEntry("control_loop_static", ("n100",), ("grad",)),
+    # seed 001's loop staged (adcompare.while_loop): what each compiler does with it, torch.compile's refusal too
+    SuiteEntry("control_loop_while", ("n100",), ("grad",), slow_variants=("grad",)),
     SuiteEntry("selu", ("n100",), ("value",)),
     SuiteEntry("gmm", ("d2-K5-n1000",), ("grad",)),
     # Seed 004's pmap: the MLP's mean-loss gradient with its batch of 16 split across 1, 2 and 4 devices.
@@ -126,6 +129,7 @@ FULL: tuple[SuiteEntry, ...] = (
     _full("exp_dot_loss", SEED_N[:2], ("hessian",)),
     _full("control_loop", SEED_N[:3], SCALAR), _full("control_loop", SEED_N[:2], WIDE),
     _full("control_loop_static", SEED_N[:3], SCALAR), _full("control_loop_static", SEED_N[:2], WIDE),
+    _full("control_loop_while", SEED_N[:3], SCALAR), _full("control_loop_while", SEED_N[:2], WIDE),
     _full("rbf_kernel_point", SEED_N, ("jacfwd",)), _full("rbf_kernel_point", SEED_N[:3], ("value", "jvp", "vjp")),
     _full("rbf_kernel_point", SEED_N[:3], ("jacrev",)),
     _full("rbf_kernel_map", SEED_N[:3], ("value", "jvp", "vjp", "jacfwd", "vmap_jacfwd")),
@@ -216,6 +220,14 @@ ADBENCH: tuple[SuiteEntry, ...] = (
 # eval here is the problem that reproduces it; a size GradBench runs that the problem does not declare (lstm's l = 6
 # and c = 8192) is not planned, and an eval whose problem is not registered plans nothing.
 # Sizes are matched on their dimensions in any order, so a problem may name its axes in its own order.
+# The nested evals' cells' timeout (when --timeout is not given): a call takes 0.1 ms to 0.2 s staged, 10–100 s in
+# autograd and torch eager on this 2-core machine (saddle rr: autograd 11–17 s, torch 42 s a call under load 4;
+# torch ff ~100 s), and minutes in JAX and TensorFlow eager. A slow cell is timed one call per sample after its
+# checked first call until its deadline (run/timing.py rule 7), so 600 s gives a call of up to ~140 s the three
+# samples an interval needs (FEW_SAMPLES) and one of up to ~75 s all seven; a longer call keeps the calls that fit
+# (a few-sample measurement, marked) or is a timeout with its lower bound. The default 300 s gave torch's ff one
+# sample at most and its rr one or two.
+NESTED_TIMEOUT = 600.0
 GRADBENCH_LSTM = _labels(l=[2, 4, 6], c=[1024, 4096, 8192], b=[14])  # b: ADBench's 14-bit characters
 GRADBENCH: tuple[SuiteEntry, ...] = (
     SuiteEntry("gmm_posterior", _labels(d=[2, 10, 20, 32, 64], K=[5, 10, 25, 50, 100], n=[1_000]),
@@ -238,8 +250,8 @@ GRADBENCH: tuple[SuiteEntry, ...] = (
     SuiteEntry("ht", tuple(label for label in HT_SHIPPED if label.endswith("-corners3-v10000")),
                ("value", "jacfwd", "jacrev"), slow_variants=("value", "jacfwd", "jacrev")),
     # GradBench's four functions ff, fr, rf, rr as the nested_* operators, at its one input each
-    SuiteEntry("saddle", ("d2",), None, slow_variants=tuple(OPERATORS)),
-    SuiteEntry("particle", ("d1",), None, slow_variants=tuple(OPERATORS)),
+    SuiteEntry("saddle", ("d2",), None, slow_variants=tuple(OPERATORS), timeout=NESTED_TIMEOUT),
+    SuiteEntry("particle", ("d1",), None, slow_variants=tuple(OPERATORS), timeout=NESTED_TIMEOUT),
 )
 GRADBENCH_EVALS = {entry.problem: entry for entry in GRADBENCH}  # problem → its GradBench eval's entry
 # Built-in problems `full` leaves out, with why: each call is minutes of op-by-op scalar work at the one input
@@ -269,6 +281,13 @@ SUITE_SUMMARIES = {
 SUITES = tuple(SUITE_SUMMARIES)
 # default dtypes; `full`: every dtype
 SUITE_DTYPES = {"quick": ("float32",), "adbench": ("float64",), "gradbench": ("float64",)}
+
+
+def entry_timeout(suite: str, cell: Cell) -> float | None:
+    """The timeout `suite`'s entry for `cell` sets (its problem's entry, listing its operator), or None."""
+    entries = {"full": FULL, "adbench": ADBENCH, "gradbench": GRADBENCH}.get(suite, QUICK)
+    return next((e.timeout for e in entries if e.problem == cell.problem and e.timeout is not None
+                 and (e.operators is None or cell.operator in e.operators)), None)
 
 
 def suites_planning(problem: str) -> tuple[str, ...]:

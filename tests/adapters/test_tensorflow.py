@@ -20,6 +20,7 @@ from adcompare import problem  # noqa: E402
 from adcompare.adapters import tensorflow as tf_adapter  # noqa: E402
 from adcompare.adapters import tensorflow_tape  # noqa: E402
 from adcompare.adapters.tensorflow_namespace import import_tensorflow, namespace  # noqa: E402
+from adcompare.model.cell import Cell  # noqa: E402
 from adcompare.model.errors import CellFailure, UnsupportedOperation  # noqa: E402
 from adcompare.model.operators import OPERATORS, expected_shape, spec  # noqa: E402
 from adcompare.model.problem import applicable_operators, example_output_shape, output_shape  # noqa: E402
@@ -28,6 +29,7 @@ from adcompare.plugin import registry as plugins  # noqa: E402
 from adcompare.plugin.adapter import CellInputs, Support  # noqa: E402
 from adcompare.run.in_process import run_once  # noqa: E402
 from adcompare.verify.check import check_result, status_of  # noqa: E402
+from adcompare.verify.expectations import expected  # noqa: E402
 from adcompare.verify.namespace_probes import ATTRIBUTES, PROBES, probe_input  # noqa: E402
 from tests.shared_results import problem_names  # noqa: E402
 
@@ -249,6 +251,26 @@ def test_graph_and_xla_trace_once_ahead_of_time(registry, adapter, problem_name,
 def test_graph_fails_data_dependent_control_flow_with_the_reason(registry, adapter):
     with pytest.raises(TypeError, match="SymbolicTensor"):
         run(adapter, registry.problem("control_loop"), "grad", "float64", "graph")
+
+
+# Seed 001's loop staged (control_loop_while): graph and XLA take its gradient, and fail where the expectation table
+# says, with TensorFlow's own message (the table's entries are held here: a fixed release fails these tests).
+@pytest.mark.parametrize("operator,variant,why", [
+    ("hvp", "graph", "is not compatible with 1 of dtype int64"),
+    ("jacfwd", "compiled", "TensorListReserve"),
+])
+def test_staged_seed_loop_fails_where_expected_with_the_frameworks_reason(registry, adapter, operator, variant, why):
+    prob = registry.problem("control_loop_while")
+    _check(prob, "grad", "float64", *run(adapter, prob, "grad", "float64", variant))
+    reason = expected(Cell("control_loop_while", "n10", operator, "tensorflow", variant, "cpu", "float64"), True)
+    assert reason is not None and reason[0] is Status.FAILED
+    with pytest.raises(Exception) as failure:
+        run(adapter, prob, operator, "float64", variant)
+    chain, seen = [], failure.value
+    while seen is not None:
+        chain.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    assert any(why in text for text in chain), chain[:3]
 
 
 def test_at_operator_failure_names_the_fix(registry, adapter):
