@@ -254,7 +254,9 @@ def test_graph_fails_data_dependent_control_flow_with_the_reason(registry, adapt
 
 
 # Seed 001's loop staged (control_loop_while): graph and XLA take its gradient, and fail where the expectation table
-# says, with TensorFlow's own message (the table's entries are held here: a fixed release fails these tests).
+# says, with TensorFlow's own message (the table's entries are held here: a fixed release fails these tests). The
+# graph hvp fails in some processes and not in others (1 run in 2 to 1 in 6 here, whatever PYTHONHASHSEED): where it
+# runs, its value must be right.
 @pytest.mark.parametrize("operator,variant,why", [
     ("hvp", "graph", "is not compatible with 1 of dtype int64"),
     ("jacfwd", "compiled", "TensorListReserve"),
@@ -264,9 +266,19 @@ def test_staged_seed_loop_fails_where_expected_with_the_frameworks_reason(regist
     _check(prob, "grad", "float64", *run(adapter, prob, "grad", "float64", variant))
     reason = expected(Cell("control_loop_while", "n10", operator, "tensorflow", variant, "cpu", "float64"), True)
     assert reason is not None and reason[0] is Status.FAILED
-    with pytest.raises(Exception) as failure:
-        run(adapter, prob, operator, "float64", variant)
-    chain, seen = [], failure.value
+    if operator == "hvp":
+        try:
+            ran = run(adapter, prob, operator, "float64", variant)
+        except Exception as exc:  # TensorFlow's own error, checked below
+            failure_value: BaseException | None = exc
+        else:
+            _check(prob, operator, "float64", *ran)  # intermittent: where it runs, it must be right
+            return
+    else:
+        with pytest.raises(Exception) as failure:
+            run(adapter, prob, operator, "float64", variant)
+        failure_value = failure.value
+    chain, seen = [], failure_value
     while seen is not None:
         chain.append(str(seen))
         seen = seen.__cause__ or seen.__context__
