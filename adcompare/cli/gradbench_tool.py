@@ -36,8 +36,8 @@ def command(args: argparse.Namespace) -> int:
     adapter = registry.adapter(args.adapter)
     variant = args.variant or next(iter(adapter.variants))
     if variant not in adapter.variants:
-        why = adapter.missing_variants.get(variant) or f"{adapter.name} has no variant {variant!r}"
-        raise UsageError(f"adapter {adapter.name!r}: {why}; use --variant "
+        why = adapter.missing_variants.get(variant) or f"{adapter.name} has no such variant"
+        raise UsageError(f"adapter {adapter.name!r}: variant {variant!r} is unsupported ({why}); use --variant "
                          f"{' or --variant '.join(adapter.variants)}")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads {args.threads}: give a number of threads ≥ 1")
