@@ -14,24 +14,12 @@ import os
 import sys
 
 from adcompare.model.errors import UsageError
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--adapter", required=True, help="the adapter to serve (see `adcompare list`)")
-    parser.add_argument("--variant", help="the adapter's variant, e.g. eager or compiled (default: its first)")
-    parser.add_argument("--device", default="cpu", help="cpu (default) or the adapter's GPU device, e.g. cuda")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads for the framework and BLAS (default: the CPUs this process may use)")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
-                        help="load adapters and problems from a plugin too (repeatable)")
+from adcompare.plugin import registry as plugins
+from adcompare.run.gradbench_tool import Tool, serve
+from adcompare.run.worker_handle import worker_environment
 
 
 def command(args: argparse.Namespace) -> int:
-    # imported here: `adcompare --help` builds this command's parser and must load nothing heavy
-    from adcompare.plugin import registry as plugins
-    from adcompare.run.gradbench_tool import Tool, serve
-    from adcompare.run.worker_handle import worker_environment
-
     registry = plugins.load(tuple(args.plugin))
     adapter = registry.adapter(args.adapter)
     variant = args.variant or next(iter(adapter.variants))

@@ -69,8 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="per matching cell, the ratio of medians B/A with a 95%% interval",
         epilog="exit 0: no regression; 1: with --fail-above, a cell is significantly slower by more than PCT, or "
                "with --fail-on-shift, the whole run is; 2: unusable input (missing file, no timed cell in common)"))
-    from adcompare.cli.gradbench_tool import add_arguments as add_gradbench_tool_arguments
-    add_gradbench_tool_arguments(sub.add_parser(
+    arguments.add_gradbench_tool_arguments(sub.add_parser(
         "gradbench-tool", help="serve one adapter to GradBench's evals over its JSON-lines protocol (stdin/stdout)",
         description="Answer GradBench's start, define, evaluate and end messages on stdin/stdout with one adapter, "
                     "variant and device (docs/gradbench-tool.md)"))
