@@ -70,7 +70,7 @@ class AdapterGoldens:
     def test_gradbench_tool(self, results):
         """`adcompare gradbench-tool`'s answers to GradBench's own inputs (lse, llsq, det, ode, kmeans, ht) equal
         its golden tool's, in GradBench's layouts, with min_runs timed runs (tests/test_gradbench_tool.py)."""
-        test_gradbench_tool.assert_responses(results["gradbench_tool"])
+        test_gradbench_tool.assert_responses(self.adapter_name, results["gradbench_tool"])
 
     def test_nesting_orders(self, cases, results):
         """Every nesting order and the outer operator differentiate through the inner derivative."""
