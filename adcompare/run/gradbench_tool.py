@@ -32,15 +32,14 @@ import numpy as np
 
 from adcompare import __version__
 from adcompare.model.problem import Problem, Size, file_sha256, read_input_file
-from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
+from adcompare.plugin.adapter import Adapter, CellInputs, Request
 from adcompare.plugin.registry import Registry
 from adcompare.run.gradbench_evals import EVALS, Eval
 from adcompare.run.in_process import describe_exception, release
 from adcompare.verify.cell_inputs import cell_inputs
 
 DTYPE = "float64"
-# A protocol response, one JSON object; JSON has no NaN or Infinity, so a non-finite output is refused upstream
-Response = dict[str, Any]
+Response = dict[str, Any]  # one protocol response, a JSON object
 
 
 class EvaluationError(Exception):
@@ -130,7 +129,7 @@ class Tool:
                 raise EvaluationError(f"{self.adapter.name} {self.variant}: {chosen.operator} is unsupported "
                                       f"({capability.reason})")
             result, timings = self.run(problem, chosen.operator, data, runs, seconds)
-            if not np.all(np.isfinite(result)):
+            if not np.all(np.isfinite(result)):  # JSON has no NaN or Infinity
                 raise EvaluationError(f"{message.get('module')}.{function}: the result contains NaN or Inf")
             output = chosen.layout(result, data)
         except EvaluationError as exc:
@@ -144,10 +143,8 @@ class Tool:
         """(the last run's result in NumPy, GradBench's timings) of `operator` on `problem` at GradBench's input."""
         inputs = read_input(problem, operator, data)
         started = self.clock()
-        prepared: Prepared | None = self.adapter.prepare(
-            Request(problem, operator, self.variant, self.device, DTYPE, inputs))
+        prepared = self.adapter.prepare(Request(problem, operator, self.variant, self.device, DTYPE, inputs))
         try:
-            assert prepared is not None
             prepare_seconds = self.clock() - started
             compile_seconds = prepared.compile_seconds if prepared.compile_method.startswith("ahead of time") else None
             timings = [timing("prepare", prepare_seconds - (compile_seconds or 0.0))]
