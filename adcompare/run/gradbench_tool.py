@@ -47,7 +47,9 @@ class EvaluationError(Exception):
 
 
 def timing(name: str, seconds: float) -> dict[str, Any]:
-    return {"name": name, "nanoseconds": int(round(seconds * 1e9))}
+    """GradBench's Timing; never negative (its runner reads nanoseconds as unsigned), e.g. `prepare` less a compile
+    that took all of it, to rounding."""
+    return {"name": name, "nanoseconds": max(0, int(round(seconds * 1e9)))}
 
 
 @dataclass
