@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from adcompare import Shapes, problem
 
 from .gradbench_draws import replay
+from .json_inputs import exact_keys, read_json_object
 
 DET_ELL = (5, 6, 7, 8, 9, 10, 11)  # run.py's -l default
 
@@ -68,3 +71,16 @@ def minor_expansion_operations(ell: int) -> int:
 def _(ell):
     ops = minor_expansion_operations(ell)
     return Shapes(wrt=(ell, ell), output=(), flops=ops, operations=ops)
+
+
+@det.reads
+def read_gradbench(path):
+    """GradBench's det input as JSON (its DetInput: A, the ℓ × ℓ matrix's ℓ² entries row-major, and ℓ as `ell`;
+    min_runs and min_seconds, if present, are ignored), plain or gzipped."""
+    data = read_json_object(path, "GradBench's det input (a JSON object with A, a list of ell² numbers, and ell)",
+                            valid=exact_keys(("A", "ell")))
+    entries, ell = np.asarray(data["A"], dtype=np.float64), data["ell"]
+    if not isinstance(ell, int) or ell < 1 or entries.shape != (ell * ell,):
+        raise ValueError(f"{path}: GradBench's det input needs A with ell² numbers for ell ≥ 1; found ell = {ell!r} "
+                         f"and A of shape {entries.shape}")
+    return {"ell": ell}, {"A": entries.reshape(ell, ell)}

@@ -6,6 +6,7 @@ import numpy as np
 from adcompare import Shapes, grid, problem
 
 from .gradbench_draws import replay
+from .json_inputs import exact_keys, read_json_object
 
 LLSQ_N = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8196, 16392)  # run.py's -n default (8196, 16392 sic)
 LLSQ_M = (128,)  # run.py's -m default
@@ -36,11 +37,27 @@ def llsq(x, /, *, t, exponents, xp):
     return 0.5 * xp.sum(residual * residual)
 
 
+def constants(n: int, m: int) -> dict[str, np.ndarray]:
+    """t (n,), llsq.hpp's t(i, n) = −1 + i·2/(n − 1), and the exponents 0 … m−1: what GradBench's n and m mean."""
+    return {"t": -1.0 + np.arange(n) * 2.0 / (n - 1.0), "exponents": np.arange(m, dtype=np.float64)}
+
+
 @llsq.inputs
 def _(rng, n, m):
-    return {"x": replay(rng, LLSQ_ORDER, [m_ for _, m_ in LLSQ_ORDER], (n, m)),
-            "t": -1.0 + np.arange(n) * 2.0 / (n - 1.0),  # llsq.hpp's t(i, n) = −1 + i·2/(n − 1)
-            "exponents": np.arange(m, dtype=np.float64)}
+    return {"x": replay(rng, LLSQ_ORDER, [m_ for _, m_ in LLSQ_ORDER], (n, m)), **constants(n, m)}
+
+
+@llsq.reads
+def read_gradbench(path):
+    """GradBench's llsq input as JSON (its LLSQInput: x, m numbers, and n, the number of sample points ≥ 2; min_runs
+    and min_seconds, if present, are ignored), plain or gzipped."""
+    data = read_json_object(path, "GradBench's llsq input (a JSON object with x, a list of m ≥ 1 numbers, and n, an "
+                                  "integer ≥ 2)", valid=exact_keys(("x", "n")))
+    x, n = np.asarray(data["x"], dtype=np.float64), data["n"]
+    if x.ndim != 1 or not len(x) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"{path}: GradBench's llsq input needs x, a list of m ≥ 1 numbers, and n, an integer ≥ 2; "
+                         f"found x of shape {x.shape} and n = {n!r}")
+    return {"n": n, "m": len(x)}, {"x": x, **constants(n, len(x))}
 
 
 @llsq.shapes

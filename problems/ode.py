@@ -6,6 +6,7 @@ import numpy as np
 from adcompare import Shapes, fold, grid, problem
 
 from .gradbench_draws import replay
+from .json_inputs import exact_keys, read_json_object
 
 ODE_N = (1_000, 10_000, 100_000)  # run.py's -n default
 ODE_S = (1, 10, 100)  # run.py's -s default
@@ -70,3 +71,16 @@ def _(rng, n, s):
 @ode.shapes
 def _(n, s):
     return Shapes(wrt=(n,), output=(), flops=30 * n * s, operations=25 * s)
+
+
+@ode.reads
+def read_gradbench(path):
+    """GradBench's ode input as JSON (its ODEInput: x, n numbers, and s, the number of Runge–Kutta steps ≥ 1;
+    min_runs and min_seconds, if present, are ignored), plain or gzipped."""
+    data = read_json_object(path, "GradBench's ode input (a JSON object with x, a list of n ≥ 1 numbers, and s, an "
+                                  "integer ≥ 1)", valid=exact_keys(("x", "s")))
+    x, s = np.asarray(data["x"], dtype=np.float64), data["s"]
+    if x.ndim != 1 or not len(x) or not isinstance(s, int) or s < 1:
+        raise ValueError(f"{path}: GradBench's ode input needs x, a list of n ≥ 1 numbers, and s, an integer ≥ 1; "
+                         f"found x of shape {x.shape} and s = {s!r}")
+    return {"n": len(x), "s": s}, {"x": x, "steps": np.zeros(s)}

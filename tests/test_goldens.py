@@ -13,7 +13,7 @@ import importlib
 
 import pytest
 
-from . import test_adbench, test_gradbench, test_ht, test_nested
+from . import test_adbench, test_gradbench, test_gradbench_tool, test_ht, test_nested
 from .per_adapter import evaluate_in_worker, one_class_per_adapter, skip_unless_installed
 
 # name → (the module whose `evaluate` runs the cases, the cases of an adapter)
@@ -22,6 +22,8 @@ GOLDENS = {
     "ht": ("tests.test_gradbench", lambda adapter: test_ht.adapter_cases(adapter, slow=False)),
     "adbench": ("tests.test_adbench", test_adbench.normal_cases),
     "nesting": ("tests.test_nested", test_nested.nesting_cases),
+    "gradbench_tool": ("tests.test_gradbench_tool",
+                       lambda adapter: test_gradbench_tool.adapter_cases(adapter, slow=False)),
 }
 
 
@@ -64,6 +66,11 @@ class AdapterGoldens:
     def test_adbench(self, results):
         """GMM, BA and LSTM objectives and derivatives equal ADBench's published goldens and its C++'s."""
         test_adbench.assert_adapter_goldens(self.adapter_name, results["adbench"])
+
+    def test_gradbench_tool(self, results):
+        """`adcompare gradbench-tool`'s answers to GradBench's own inputs (lse, llsq, det, ode, kmeans, ht) equal
+        its golden tool's, in GradBench's layouts, with min_runs timed runs (tests/test_gradbench_tool.py)."""
+        test_gradbench_tool.assert_responses(self.adapter_name, results["gradbench_tool"])
 
     def test_nesting_orders(self, cases, results):
         """Every nesting order and the outer operator differentiate through the inner derivative."""

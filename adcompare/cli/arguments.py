@@ -211,3 +211,14 @@ def shard_options(args: argparse.Namespace) -> tuple[str, ...]:
         for v in value if isinstance(value, list) else [value]:
             words += [flag, str(Path(v).resolve()) if isinstance(v, str) and Path(v).exists() else str(v)]
     return tuple(words)
+
+
+def add_gradbench_tool_arguments(parser: argparse.ArgumentParser) -> None:
+    """`gradbench-tool`: one adapter · variant · device served to GradBench's evals (cli/gradbench_tool.py)."""
+    parser.add_argument("--adapter", required=True, help="the adapter to serve (see `adcompare list`)")
+    parser.add_argument("--variant", help="the adapter's variant, e.g. eager or compiled (default: its first)")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or the adapter's GPU device, e.g. cuda")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for the framework and BLAS (default: the CPUs this process may use)")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                        help="load adapters and problems from a plugin too (repeatable)")

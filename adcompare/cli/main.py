@@ -1,4 +1,5 @@
-"""`adcompare list | check | run | report | compare`: the parser and the dispatch to the command's module.
+"""`adcompare list | check | run | report | compare | gradbench-tool`: the parser and the dispatch to the command's
+module.
 
 Exit codes: 0 ok, 1 a cell failed or differs, 2 usage error. A command's module is imported only when that command
 runs, so that `adcompare --help` loads nothing heavy (tests/test_import.py).
@@ -68,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="per matching cell, the ratio of medians B/A with a 95%% interval",
         epilog="exit 0: no regression; 1: with --fail-above, a cell is significantly slower by more than PCT, or "
                "with --fail-on-shift, the whole run is; 2: unusable input (missing file, no timed cell in common)"))
+    arguments.add_gradbench_tool_arguments(sub.add_parser(
+        "gradbench-tool", help="serve one adapter to GradBench's evals over its JSON-lines protocol (stdin/stdout)",
+        description="Answer GradBench's start, define, evaluate and end messages on stdin/stdout with one adapter, "
+                    "variant and device (docs/gradbench-tool.md)"))
     return parser
 
 
@@ -81,6 +86,8 @@ def run_command(args: argparse.Namespace) -> int:
         from adcompare.cli.run import command
     elif args.command == "report":
         from adcompare.cli.report import command
+    elif args.command == "gradbench-tool":
+        from adcompare.cli.gradbench_tool import command
     else:
         from adcompare.cli.compare import command
     return command(args)
