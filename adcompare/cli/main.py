@@ -41,6 +41,7 @@ examples:
   adcompare compare ab.jsonl --fail-above 10      the A/B gate: both sides in one run, flagged cells confirmed
   adcompare run --adapter jax --env old="jax==0.9.2 jaxlib==0.9.2" --env new="jax==0.10.2 jaxlib==0.10.2" -o rel.jsonl
   adcompare compare rel.jsonl                      each cell under new vs old: ratio, interval, values agree?
+  adcompare gradbench-tool --adapter jax --variant compiled   GradBench's evals drive an adapter (stdin/stdout)
 """
 
 
