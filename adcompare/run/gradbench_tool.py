@@ -109,6 +109,10 @@ class Tool:
             raise EvaluationError(f"module {module!r}: adcompare's {problem.name} has data-dependent Python control "
                                   f"flow, which {self.adapter.name}'s variant {self.variant!r} cannot compile; "
                                   f"run the tool with --variant eager")
+        refused = [self.adapter.capability(f.operator, self.variant) for f in entry.functions.values()]
+        if all(not c.supported for c in refused):  # e.g. the nested evals' loops under torch.compile
+            raise EvaluationError(f"module {module!r}: {self.adapter.name}'s variant {self.variant!r} runs none of "
+                                  f"its functions: {refused[0].reason}")
         return entry
 
     def evaluate(self, message: Mapping[str, Any]) -> Response:
