@@ -33,8 +33,8 @@ def _run(registry, cells, timeout=60.0, time_it=True):
     return got
 
 
-def _cell(problem, size="n3", op="value", dtype="float64"):
-    return Cell(problem, size, op, "jax", "eager", "cpu", dtype)
+def _cell(problem, size="n3", op="value", dtype="float64", adapter="jax"):
+    return Cell(problem, size, op, adapter, "eager", "cpu", dtype)
 
 
 def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
@@ -172,7 +172,7 @@ def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_
     measurement with few samples (n4), or, when only the first call finished, a timeout with a lower bound (n5).
     The timeout stops 60 s sleeps (10× and more what it guards); the 0.4 s calls are sleeps, not CPU."""
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)  # 30 never fit in 4 s
-    cells = [_cell("slow_calls", size) for size in ("n3", "n4", "n5")]
+    cells = [_cell("slow_calls", size, adapter="autograd") for size in ("n3", "n4", "n5")]  # workers start in 0.1 s
     options = runner.RunOptions(timeout=4.0, threads=1, policy=policy)
     got = {m.cell.size: m for m in runner.run(fault_registry, Plan(tuple(cells), ()), options)}
     deadline, kept = got["n3"], got["n4"]
@@ -196,7 +196,7 @@ def test_a_cells_own_timeout_is_its_deadline_and_the_others_keep_the_runs(fault_
     worker times a slow cell against. 30 calls of 0.4 s fit in the run's 60 s timeout but not in the cell's own
     4 s, so the cell stops at its deadline; the same cell without an own timeout is not stopped."""
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)
-    own, other = _cell("slow_calls", "n3"), _cell("slow_calls", "n3", dtype="float32")
+    own, other = _cell("slow_calls", "n3", adapter="autograd"), _cell("slow_calls", "n3", "value", "float32")
     options = runner.RunOptions(timeout=60.0, threads=1, policy=policy, timeouts={own.key: 4.0})
     assert (options.cell_timeout(own), options.cell_timeout(other)) == (4.0, 60.0)
     (m,) = runner.run(fault_registry, Plan((own,), ()), options)

@@ -262,8 +262,7 @@ def test_graph_fails_data_dependent_control_flow_with_the_reason(registry, adapt
     ("jacfwd", "compiled", "TensorListReserve"),
 ])
 def test_staged_seed_loop_fails_where_expected_with_the_frameworks_reason(registry, adapter, operator, variant, why):
-    prob = registry.problem("control_loop_while")
-    _check(prob, "grad", "float64", *run(adapter, prob, "grad", "float64", variant))
+    prob = registry.problem("control_loop_while")  # its grad in graph and XLA: the quick suite's (tests/test_matrix.py)
     reason = expected(Cell("control_loop_while", "n10", operator, "tensorflow", variant, "cpu", "float64"), True)
     assert reason is not None and reason[0] is Status.FAILED
     if operator == "hvp":
