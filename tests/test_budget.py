@@ -15,8 +15,8 @@ from adcompare.model.status import Status
 from adcompare.run import runner
 from adcompare.run.runner import RunOptions
 from adcompare.store.results import finished_keys, load
-from adcompare.study.budget import choose, parse_duration
-from adcompare.study.estimate import Estimate, LiveEstimate, estimate, size_rounds
+from adcompare.study.budget import choose, parse_duration, size_rounds
+from adcompare.study.estimate import Estimate, LiveEstimate, estimate
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
 
@@ -95,7 +95,7 @@ def test_size_rounds_run_every_familys_smallest_size_first_cheapest_first():
              _cell("value", "n1000")]
     est = Estimate({cells[0].key: 2.0, cells[1].key: 9.0, cells[2].key: 1.0, cells[3].key: 3.0, cells[4].key: 4.0},
                    {})
-    assert [[c.key for c in r] for r in size_rounds(cells, est)] == [
+    assert [[c.key for c in r] for r in size_rounds(cells, LiveEstimate(est))] == [
         [cells[2].key, cells[0].key], [cells[3].key, cells[1].key], [cells[4].key]]
 
 

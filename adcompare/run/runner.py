@@ -30,8 +30,8 @@ from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
 from adcompare.run.worker_handle import WorkerProcess
-from adcompare.study.budget import left_out
-from adcompare.study.estimate import Estimate, LiveEstimate, size_rounds
+from adcompare.study.budget import left_out, size_rounds
+from adcompare.study.estimate import Estimate, LiveEstimate
 from adcompare.study.plan import Plan
 
 

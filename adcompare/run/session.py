@@ -170,7 +170,7 @@ class _Stamping(_Everyone):
     fingerprint) and labelled when it failed as expected, before the session's observers see it."""
 
     def __init__(self, everyone: _Everyone, machines: Mapping[str, Machine], own_machine: str, problems):
-        super().__init__(everyone.observers)
+        self.observers = everyone.observers  # the same list, not a copy: the session's observers, whenever added
         self.machines, self.own_machine, self.problems = dict(machines), own_machine, problems
 
     def _stamped(self, m: Measurement) -> Measurement:

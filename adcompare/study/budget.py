@@ -17,7 +17,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
-from adcompare.study.estimate import Estimate
+from adcompare.study.estimate import Estimate, LiveEstimate
 
 
 def parse_duration(text: str) -> float:
@@ -30,14 +30,31 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
-    """(cells to run, in the plan's order; cells left out), filling `seconds` round by round of sizes."""
+def size_ranks(cells: Sequence[Cell]) -> dict[str, int]:
+    """Each cell's round of sizes: 0 for its family's smallest size, 1 for the next, … (the plan lists a family's
+    sizes smallest first)."""
     rank: dict[str, int] = {}
     seen: dict[tuple[str, ...], int] = {}
-    for c in cells:  # the plan lists a family's sizes smallest first
-        f = c.family
-        rank[c.key] = seen.get(f, 0)
-        seen[f] = rank[c.key] + 1
+    for c in cells:
+        rank[c.key] = seen.get(c.family, 0)
+        seen[c.family] = rank[c.key] + 1
+    return rank
+
+
+def size_rounds(cells: Sequence[Cell], estimate: LiveEstimate) -> list[list[Cell]]:
+    """The cells in rounds of sizes — every family's smallest size first, then every family's next size, … —
+    each round cheapest first by `estimate`: what a --max-time run runs, so that it measures as many cells as it
+    can across every problem before the budget ends."""
+    rank = size_ranks(cells)
+    rounds: list[list[Cell]] = [[] for _ in range(max(rank.values(), default=-1) + 1)]
+    for c in cells:
+        rounds[rank[c.key]].append(c)
+    return [sorted(r, key=estimate.seconds) for r in rounds]
+
+
+def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
+    """(cells to run, in the plan's order; cells left out), filling `seconds` round by round of sizes."""
+    rank = size_ranks(cells)
     order = sorted(range(len(cells)), key=lambda i: (rank[cells[i].key], i))
     spent, started, chosen = 0.0, set(), set()
     for i in order:

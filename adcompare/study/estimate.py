@@ -251,18 +251,3 @@ class LiveEstimate:
         self._family[cell.family] = ratio
         self._kind.setdefault((cell.device, cell.adapter), []).append(ratio)
 
-
-def size_rounds(cells: Sequence[Cell], estimate: Estimate | LiveEstimate) -> list[list[Cell]]:
-    """The cells in rounds of sizes — every family's smallest size first, then every family's next size, … (the
-    plan lists a family's sizes smallest first) — each round cheapest first: what a --max-time run runs, so that
-    it measures as many cells as it can across every problem before the budget ends."""
-    seconds = estimate.seconds if isinstance(estimate, LiveEstimate) else (lambda c: estimate.cells.get(c.key, 0.0))
-    rank: dict[str, int] = {}
-    seen: dict[tuple[str, ...], int] = {}
-    for c in cells:
-        rank[c.key] = seen.get(c.family, 0)
-        seen[c.family] = rank[c.key] + 1
-    rounds: list[list[Cell]] = [[] for _ in range(max(seen.values(), default=0))]
-    for c in cells:
-        rounds[rank[c.key]].append(c)
-    return [sorted(r, key=seconds) for r in rounds]
