@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 RUNS_KEYS = frozenset({"min_runs", "min_seconds"})  # GradBench's `Runs` fields: how to time, not what to compute
@@ -62,3 +64,17 @@ def exact_keys(keys: Iterable[str]) -> Callable[[dict[str, Any]], bool]:
     that evals whose inputs share a name (lse's x, llsq's x and n, ode's x and s) never read each other's file."""
     wanted = frozenset(keys)
     return lambda data: wanted <= set(data) <= wanted | RUNS_KEYS
+
+
+def numbers_and_count(path: str | Path, eval_name: str, data: dict[str, Any], length: str, count: str = "",
+                      least: int = 1) -> tuple[np.ndarray, Any]:
+    """GradBench's `x`, a list of ≥ 1 numbers (`length` names its size as the eval does), and where the eval has one,
+    the integer `count` ≥ `least` beside it (llsq's n, ode's s): or one line saying what the input needs (lse, llsq
+    and ode read their inputs alike)."""
+    x = np.asarray(data["x"], dtype=np.float64)
+    number = data[count] if count else None
+    if x.ndim != 1 or not len(x) or count and (not isinstance(number, int) or number < least):
+        needs = f"x, a list of {length} ≥ 1 numbers" + (f", and {count}, an integer ≥ {least}" if count else "")
+        found = f"x of shape {x.shape} and {count} = {number!r}" if count else f"shape {x.shape}"
+        raise ValueError(f"{path}: GradBench's {eval_name} input needs {needs}; found {found}")
+    return x, number

@@ -6,7 +6,7 @@ import numpy as np
 from adcompare import Shapes, grid, problem
 
 from .gradbench_draws import replay
-from .json_inputs import exact_keys, read_json_object
+from .json_inputs import exact_keys, numbers_and_count, read_json_object
 
 LLSQ_N = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8196, 16392)  # run.py's -n default (8196, 16392 sic)
 LLSQ_M = (128,)  # run.py's -m default
@@ -53,10 +53,7 @@ def read_gradbench(path):
     and min_seconds, if present, are ignored), plain or gzipped."""
     data = read_json_object(path, "GradBench's llsq input (a JSON object with x, a list of m ≥ 1 numbers, and n, an "
                                   "integer ≥ 2)", valid=exact_keys(("x", "n")))
-    x, n = np.asarray(data["x"], dtype=np.float64), data["n"]
-    if x.ndim != 1 or not len(x) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"{path}: GradBench's llsq input needs x, a list of m ≥ 1 numbers, and n, an integer ≥ 2; "
-                         f"found x of shape {x.shape} and n = {n!r}")
+    x, n = numbers_and_count(path, "llsq", data, "m", "n", least=2)
     return {"n": n, "m": len(x)}, {"x": x, **constants(n, len(x))}
 
 

@@ -1,12 +1,10 @@
 """GradBench's `lse` eval: log-sum-exp from its primitives (evals/lse/README.md, commit f26651a7)."""
 from __future__ import annotations
 
-import numpy as np
-
 from adcompare import Shapes, problem
 
 from .gradbench_draws import replay
-from .json_inputs import exact_keys, read_json_object
+from .json_inputs import exact_keys, numbers_and_count, read_json_object
 
 LSE_N = (2_500, 5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 640_000, 1_280_000)  # run.py's -n default
 
@@ -44,7 +42,5 @@ def read_gradbench(path):
     present, are ignored), plain or gzipped."""
     data = read_json_object(path, "GradBench's lse input (a JSON object with x, a list of n ≥ 1 numbers, alone)",
                             valid=exact_keys(("x",)))
-    x = np.asarray(data["x"], dtype=np.float64)
-    if x.ndim != 1 or not len(x):
-        raise ValueError(f"{path}: GradBench's lse input needs x, a list of n ≥ 1 numbers; found shape {x.shape}")
+    x, _ = numbers_and_count(path, "lse", data, "n")
     return {"n": len(x)}, {"x": x}

@@ -6,7 +6,7 @@ import numpy as np
 from adcompare import Shapes, fold, grid, problem
 
 from .gradbench_draws import replay
-from .json_inputs import exact_keys, read_json_object
+from .json_inputs import exact_keys, numbers_and_count, read_json_object
 
 ODE_N = (1_000, 10_000, 100_000)  # run.py's -n default
 ODE_S = (1, 10, 100)  # run.py's -s default
@@ -79,8 +79,5 @@ def read_gradbench(path):
     min_runs and min_seconds, if present, are ignored), plain or gzipped."""
     data = read_json_object(path, "GradBench's ode input (a JSON object with x, a list of n ≥ 1 numbers, and s, an "
                                   "integer ≥ 1)", valid=exact_keys(("x", "s")))
-    x, s = np.asarray(data["x"], dtype=np.float64), data["s"]
-    if x.ndim != 1 or not len(x) or not isinstance(s, int) or s < 1:
-        raise ValueError(f"{path}: GradBench's ode input needs x, a list of n ≥ 1 numbers, and s, an integer ≥ 1; "
-                         f"found x of shape {x.shape} and s = {s!r}")
+    x, s = numbers_and_count(path, "ode", data, "n", "s")
     return {"n": len(x), "s": s}, {"x": x, "steps": np.zeros(s)}
