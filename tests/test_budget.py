@@ -15,7 +15,7 @@ from adcompare.model.status import Status
 from adcompare.run import runner
 from adcompare.run.runner import RunOptions
 from adcompare.store.results import finished_keys, load
-from adcompare.study.budget import choose, parse_duration, size_rounds
+from adcompare.study.budget import COST_ROUNDS, choose, cost_rounds, parse_duration
 from adcompare.study.estimate import Estimate, LiveEstimate, estimate
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
@@ -28,18 +28,26 @@ def test_durations():
             parse_duration(bad)
 
 
-def test_a_budget_for_one_round_runs_every_familys_smallest_size(registry):
+def test_a_budget_is_filled_cheapest_first_each_family_smallest_size_first(registry):
+    """choose() fills the budget in cost_rounds' order: every chosen cell's smaller sizes are chosen, and a cell
+    left out whose smaller sizes were all chosen is dearer than every chosen cell of an earlier round."""
     plan = make_plan(registry, Selection(problems=("exp_dot_loss", "control_loop_static"), suite="full",
                                          adapters=("autograd", "jax"), dtypes=("float32",)))
     est = estimate(registry, plan.cells)
-    families = {c.family for c in plan.cells}
-    smallest = [c for c in plan.cells if c.size == "n10"]
-    one_round = sum(est.cells[c.key] for c in smallest) + sum(est.startups.values())
-    chosen, rest = choose(plan.cells, est, one_round * 1.05)
-    assert {c.family for c in chosen} == families  # nobody starves
-    assert {c.key for c in smallest} <= {c.key for c in chosen}
-    assert rest and all(c.size != "n10" for c in rest)
+    total = sum(est.cells.values()) + sum(est.startups.values())
+    chosen, rest = choose(plan.cells, est, total / 3)
+    assert chosen and rest
     assert [c for c in plan.cells if c in chosen] == chosen  # run in the plan's order
+    keys = {c.key for c in chosen}
+    sizes: dict[tuple[str, ...], list[Cell]] = {}
+    for c in plan.cells:
+        sizes.setdefault(c.family, []).append(c)
+    for family in sizes.values():  # a family's chosen sizes are its smallest ones
+        taken = [c.key in keys for c in family]
+        assert taken == sorted(taken, reverse=True)
+    round_of = {c.key: n for n, r in enumerate(cost_rounds(plan.cells, lambda c: est.cells[c.key])) for c in r}
+    first_left = min(round_of[c.key] for c in rest)
+    assert all(round_of[c.key] <= first_left for c in chosen)
     everything, nothing = choose(plan.cells, est, 1e9)
     assert len(everything) == len(plan.cells) and not nothing
 
@@ -90,13 +98,18 @@ def test_the_live_estimate_corrects_a_family_from_its_smaller_size_and_a_device_
     assert live.seconds(other) == pytest.approx(6.0)
 
 
-def test_size_rounds_run_every_familys_smallest_size_first_cheapest_first():
-    cells = [_cell("grad", "n10"), _cell("grad", "n100"), _cell("value", "n10"), _cell("value", "n100"),
-             _cell("value", "n1000")]
-    est = Estimate({cells[0].key: 2.0, cells[1].key: 9.0, cells[2].key: 1.0, cells[3].key: 3.0, cells[4].key: 4.0},
-                   {})
-    assert [[c.key for c in r] for r in size_rounds(cells, LiveEstimate(est))] == [
-        [cells[2].key, cells[0].key], [cells[3].key, cells[1].key], [cells[4].key]]
+def test_cost_rounds_run_cheap_cells_first_and_a_family_smallest_size_first():
+    """Rounds by estimated cost (COST_ROUNDS), cheapest first within a round: a cheap large size runs before
+    an expensive small size of another family, but never before its own family's smaller size."""
+    grad10, grad100, value10, value100, value1000 = (
+        _cell("grad", "n10"), _cell("grad", "n100"), _cell("value", "n10"), _cell("value", "n100"),
+        _cell("value", "n1000"))
+    cells = [grad10, grad100, value10, value100, value1000]
+    seconds = {grad10.key: 60.0, grad100.key: 1.0, value10.key: 0.1, value100.key: 0.3, value1000.key: 3.0}
+    rounds = cost_rounds(cells, lambda c: seconds[c.key])
+    assert len(rounds) == len(COST_ROUNDS) + 1
+    assert [[c.key for c in r] for r in rounds if r] == [
+        [value10.key, value100.key], [value1000.key], [grad10.key, grad100.key]]  # grad100 waits for grad10
 
 
 def test_a_budgeted_run_learns_from_its_cells_and_starts_none_that_would_end_past_the_deadline(registry):

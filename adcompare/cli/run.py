@@ -141,7 +141,7 @@ def command(args: argparse.Namespace) -> int:
     with watching(st.plan, args.rounds, show_progress=not args.no_progress) as observers:
         measurements = run_session(registry, st.plan, options, output=target,
                                    environments_named=environment_specs.parse_options(args.env or ()),
-                                   observers=observers, left_out=st.left_out, recovered=recovered)
+                                   observers=observers, recovered=recovered)
     tables.print_summary(out, measurements)
     tables.print_harness_cost(out, harness_cost(measurements))
     print_findings(measurements)

@@ -30,7 +30,7 @@ from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
 from adcompare.run.worker_handle import WorkerProcess
-from adcompare.study.budget import left_out, size_rounds
+from adcompare.study.budget import COST_ROUNDS, cost_rounds, left_out
 from adcompare.study.estimate import Estimate, LiveEstimate
 from adcompare.study.plan import Plan
 
@@ -47,9 +47,9 @@ class RunOptions:
     rounds: int = 1  # --rounds: each timed cell measured this many times, each in fresh workers (rounds.py)
     # --confirm: given every cell's record after the last round, the keys of those to time in `rounds` more rounds
     confirm: Callable[[Sequence[Measurement]], Collection[str]] | None = None
-    # The study's estimate of the cells (study/estimate.py). With a deadline, the cells run in rounds of sizes,
-    # cheapest first, the estimate corrected by each finished cell, and no cell starts whose corrected estimate
-    # would end past the deadline.
+    # The study's estimate of the cells (study/estimate.py). With a deadline, the cells run in rounds of cost
+    # (study/budget.cost_rounds), the estimate corrected by each finished cell, and no cell starts whose corrected
+    # estimate would end past the deadline.
     estimate: Estimate | None = None
     timeouts: Mapping[str, float] = field(default_factory=dict)  # cell key → its own timeout (Plan.timeouts)
 
@@ -97,15 +97,17 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
 def _measure_to_budget(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
                        options: RunOptions, cache_dir: Path, observer: RunObserver,
                        live: LiveEstimate) -> Iterator[Measurement]:
-    """A --max-time run: every group's cells in rounds of sizes (every family's smallest size first, then the
-    next, …; each round cheapest first by the estimate as this run has corrected it so far), a fresh worker per
-    group and round, so that the budget measures as many cells as it can across every problem and adapter
-    instead of spending itself on the first group's largest cells. A timeout still skips its family's larger
-    sizes in later rounds."""
+    """A --max-time run: every group's cells in rounds of cost (study/budget.cost_rounds: cheap cells first across
+    every problem, each family smallest size first), a fresh worker per group and round, so that the budget
+    measures as many cells as it can instead of spending itself on the first group's largest cells. Each round is
+    chosen by the estimate as this run has corrected it so far, so a cell found cheaper than modelled runs in the
+    next round. A timeout still skips its family's larger sizes in later rounds."""
     timed_out: dict[tuple[str, ...], dict[tuple[str, ...], str]] = defaultdict(dict)
-    cells = [c for group in groups.values() for c in group]
-    for number in range(len(size_rounds(cells, live))):
-        this_round = size_rounds(cells, live)[number]  # ordered by the estimate as corrected so far (cheap: a sort)
+    left = [c for group in groups.values() for c in group]
+    for number in range(len(COST_ROUNDS) + 1):
+        this_round = [c for r in cost_rounds(left, live.seconds)[:number + 1] for c in r]
+        ran = {c.key for c in this_round}
+        left = [c for c in left if c.key not in ran]
         by_group: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
         for c in this_round:
             by_group[c.worker_group].append(c)

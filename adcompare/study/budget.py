@@ -1,23 +1,29 @@
-"""Running a plan to a time budget (`--max-time`): no family starves, and what is left is recorded, resumable.
+"""Running a plan to a time budget (`--max-time`): cheap cells first across every problem, each family smallest
+size first, and what is left is recorded, resumable.
 
-A family (`Cell.family`) is the cells that differ by size only. The budget
-is filled by rounds — every family's smallest size first, then every family's next size, and so on — in estimated
-seconds (estimate.py), with a worker group's start-up counted when its first cell is chosen. Chosen cells then run
-the same way (run/runner.py): round by round of sizes across every worker group, each round cheapest first, and the
-runner corrects the estimate with every cell that finishes (estimate.LiveEstimate) and starts no cell whose
-corrected estimate ends past the deadline, since the model can be wrong (on a GPU, by far).
+A family (`Cell.family`) is the cells that differ by size only. The budget is filled, and the cells run, in rounds
+of cost (COST_ROUNDS): first every cell estimated under half a second, then under 2 s, 8 s, 32 s, 128 s, then the
+rest — a cell never in an earlier round than its family's smaller size, since a timeout there skips it — each
+round in size order, cheapest first. Cheap cells first measure the most cells a budget can buy: rounds of sizes
+alone (every family's smallest size first, whatever it costs) spent a 150-minute GradBench budget on its
+nested and per-example cells' 60 s timeouts and measured about half as many cells (benchmarks/budget_order.py).
+The estimate is in seconds (estimate.py), a worker group's start-up counted when its first cell is chosen. The
+runner (run/runner.py) runs each round with a fresh worker per group, corrects the estimate with every cell that
+finishes (estimate.LiveEstimate: a cell may move to an earlier round) and starts no cell whose corrected estimate
+ends past the deadline, since the model can be wrong (on a GPU, by far).
 Cells left out are recorded `skipped` with the reason and `details.resumable`, which `--resume` runs again.
 """
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
-from adcompare.study.estimate import Estimate, LiveEstimate
+from adcompare.study.estimate import Estimate
 
 
 def parse_duration(text: str) -> float:
@@ -41,28 +47,34 @@ def size_ranks(cells: Sequence[Cell]) -> dict[str, int]:
     return rank
 
 
-def size_rounds(cells: Sequence[Cell], estimate: LiveEstimate) -> list[list[Cell]]:
-    """The cells in rounds of sizes — every family's smallest size first, then every family's next size, … —
-    each round cheapest first by `estimate`: what a --max-time run runs, so that it measures as many cells as it
-    can across every problem before the budget ends."""
+COST_ROUNDS = (0.5, 2.0, 8.0, 32.0, 128.0)  # seconds: each round's cells are estimated under its bound; then the rest
+
+
+def cost_rounds(cells: Sequence[Cell], seconds: Callable[[Cell], float]) -> list[list[Cell]]:
+    """The cells in rounds of cost (COST_ROUNDS, and one round for the rest): a cell's round is the first whose
+    bound its estimate is under, and never earlier than its family's smaller size's (the plan lists a family's
+    sizes smallest first); each round in size order, cheapest first: what a --max-time run runs, so that it
+    measures as many cells as it can across every problem before the budget ends."""
     rank = size_ranks(cells)
-    rounds: list[list[Cell]] = [[] for _ in range(max(rank.values(), default=-1) + 1)]
+    rounds: list[list[Cell]] = [[] for _ in range(len(COST_ROUNDS) + 1)]
+    reached: dict[tuple[str, ...], int] = {}
     for c in cells:
-        rounds[rank[c.key]].append(c)
-    return [sorted(r, key=estimate.seconds) for r in rounds]
+        number = max(bisect.bisect_left(COST_ROUNDS, seconds(c)), reached.get(c.family, 0))
+        reached[c.family] = number
+        rounds[number].append(c)
+    return [sorted(r, key=lambda c: (rank[c.key], seconds(c))) for r in rounds]
 
 
 def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
-    """(cells to run, in the plan's order; cells left out), filling `seconds` round by round of sizes."""
-    rank = size_ranks(cells)
-    order = sorted(range(len(cells)), key=lambda i: (rank[cells[i].key], i))
-    spent, started, chosen = 0.0, set(), set()
-    for i in order:
-        c = cells[i]
+    """(cells to run, in the plan's order; cells left out), filling `seconds` in the order a --max-time run runs
+    them (cost_rounds); a family stops at its first size that does not fit."""
+    spent, started, chosen, stopped = 0.0, set(), set(), set()
+    for c in (c for r in cost_rounds(cells, lambda c: estimate.cells[c.key]) for c in r):
         group = c.worker_group
         cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(group, 0.0))
-        if spent + cost > seconds:
-            continue  # a cheaper cell of a later round may still fit
+        if c.family in stopped or spent + cost > seconds:
+            stopped.add(c.family)
+            continue  # a cheaper cell of another family may still fit
         spent += cost
         started.add(group)
         chosen.add(c.key)

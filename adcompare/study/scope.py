@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Measurement
 from adcompare.plugin.registry import Registry
@@ -23,17 +24,30 @@ from adcompare.study.shards import ShardSpec, owns_decided, shard_cells
 
 @dataclass(frozen=True)
 class Study:
-    plan: Plan  # this invocation's cells to run (shard and budget applied, finished ones removed)
+    plan: Plan  # this invocation's cells to run (shard applied, finished ones removed)
     estimate: Estimate  # of every cell of the shard still to run
-    left_out: tuple[Measurement, ...]  # skipped by --max-time before running, resumable
+    beyond: frozenset[str]  # the cells the estimate does not fit in --max-time
     done: frozenset[str]  # kept from --output by --resume
     total: int  # cells of the whole (unsharded) plan
     shard: ShardSpec | None = None
     max_time: str = ""
 
     @property
+    def scheduled(self) -> tuple[Cell, ...]:
+        """The cells the estimate fits in --max-time (all of them without one). A run is given the whole plan
+        and decides as it goes, with the estimate its finished cells correct, which ones the deadline leaves out:
+        a model too high (as on a GPU) would otherwise leave budget unspent."""
+        return tuple(c for c in self.plan.cells if c.key not in self.beyond)
+
+    @property
+    def left_out(self) -> tuple[Measurement, ...]:
+        """The cells beyond the budget, as `--dry-run` shows them: skipped, resumable."""
+        return tuple(budget.left_out(c, self.max_time, "not scheduled: estimated not to fit")
+                     for c in self.plan.cells if c.key in self.beyond)
+
+    @property
     def seconds(self) -> float:
-        return self.estimate.group_seconds(self.plan.cells) if self.plan.cells else 0.0
+        return self.estimate.group_seconds(self.scheduled) if self.scheduled else 0.0
 
     def deadline(self) -> float | None:
         return time.monotonic() + budget.parse_duration(self.max_time) if self.max_time else None
@@ -60,26 +74,24 @@ def prepare(registry: Registry, plan: Plan, *, done: frozenset[str] = frozenset(
         decided = tuple(m for m in decided if owns_decided(m.cell.key, shard))
     todo = [c for c in cells if c.key not in done]
     est = estimate(registry, todo, past, timeout=timeout)
-    left: tuple[Measurement, ...] = ()
+    beyond: frozenset[str] = frozenset()
     if max_time:
-        chosen, rest = budget.choose(todo, est, budget.parse_duration(max_time))
-        left = tuple(budget.left_out(c, max_time, "not scheduled: estimated not to fit") for c in rest)
-        todo = chosen
+        beyond = frozenset(c.key for c in budget.choose(todo, est, budget.parse_duration(max_time))[1])
     decided = tuple(m for m in decided if m.cell.key not in done)
-    return Study(Plan(tuple(todo), decided, plan.notes, plan.timeouts), est, left, frozenset(done), plan.total, shard,
-                 max_time)
+    return Study(Plan(tuple(todo), decided, plan.notes, plan.timeouts), est, beyond, frozenset(done), plan.total,
+                 shard, max_time)
 
 
 def summary(study: Study, output: str) -> str:
-    measured = sum(1 for c in study.plan.cells if c.key in study.estimate.measured)
+    measured = sum(1 for c in study.scheduled if c.key in study.estimate.measured)
     where = f"shard {study.shard}: " if study.shard else ""
-    parts = [f"{where}{len(study.plan.cells)} to run", f"{len(study.plan.decided)} decided without running "
+    parts = [f"{where}{len(study.scheduled)} to run", f"{len(study.plan.decided)} decided without running "
              f"(unsupported/too large)"]
     if study.done:
         parts.append(f"{len(study.done)} already in {output}")
     if study.left_out:
         parts.append(f"{len(study.left_out)} left for a later --resume (beyond --max-time {study.max_time})")
-    source = (f"{measured} from earlier results on this machine, {len(study.plan.cells) - measured} modelled"
+    source = (f"{measured} from earlier results on this machine, {len(study.scheduled) - measured} modelled"
               if measured else "modelled, no earlier results on this machine")
     return f"{study.total} cells: " + ", ".join(parts) + f"; estimated {study.seconds / 60:.1f} min ({source})"
 
@@ -87,7 +99,7 @@ def summary(study: Study, output: str) -> str:
 def cells_json(registry: Registry, study: Study) -> dict[str, Any]:
     """Every cell this invocation would record, with its planned status, estimated seconds and bytes."""
     rows = []
-    for c in study.plan.cells:
+    for c in study.scheduled:
         problem = registry.problems[c.problem]
         rows.append({"key": c.key, "cell": c.to_json(), "status": "planned",
                      "seconds": round(study.estimate.cells[c.key], 3),
