@@ -1,9 +1,10 @@
-"""--max-time: durations, the round-by-round choice (no family starves), and a real run that stops at its budget,
-records the rest as resumable `skipped`, and finishes them with --resume."""
+"""--max-time: durations, rounds of cost (cheap cells first, a family smallest size first), the budget's choice,
+and real runs that stop at their budget, record the rest as resumable `skipped`, and finish them with --resume."""
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.errors import UsageError
 from adcompare.model.observer import RunObserver
 from adcompare.model.status import Status
+from adcompare.model.timing_policy import TimingPolicy
 from adcompare.run import runner
 from adcompare.run.runner import RunOptions
 from adcompare.store.results import finished_keys, load
@@ -19,6 +21,7 @@ from adcompare.study.budget import COST_ROUNDS, choose, cost_rounds, parse_durat
 from adcompare.study.estimate import Estimate, LiveEstimate, estimate
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
+from adcompare.study.scope import prepare
 
 
 def test_durations():
@@ -29,27 +32,45 @@ def test_durations():
 
 
 def test_a_budget_is_filled_cheapest_first_each_family_smallest_size_first(registry):
-    """choose() fills the budget in cost_rounds' order: every chosen cell's smaller sizes are chosen, and a cell
-    left out whose smaller sizes were all chosen is dearer than every chosen cell of an earlier round."""
+    """choose() fills the budget greedily in cost_rounds' order: every chosen cell's smaller sizes are chosen, and
+    a cell left out whose smaller sizes were all chosen would not fit in what the chosen cells leave of it."""
     plan = make_plan(registry, Selection(problems=("exp_dot_loss", "control_loop_static"), suite="full",
                                          adapters=("autograd", "jax"), dtypes=("float32",)))
     est = estimate(registry, plan.cells)
-    total = sum(est.cells.values()) + sum(est.startups.values())
-    chosen, rest = choose(plan.cells, est, total / 3)
+    est = Estimate(est.cells, {})  # no start-ups: what is left of the budget is then exact
+    budget = sum(est.cells.values()) / 3
+    chosen, rest = choose(plan.cells, est, budget)
     assert chosen and rest
     assert [c for c in plan.cells if c in chosen] == chosen  # run in the plan's order
     keys = {c.key for c in chosen}
     sizes: dict[tuple[str, ...], list[Cell]] = {}
     for c in plan.cells:
         sizes.setdefault(c.family, []).append(c)
-    for family in sizes.values():  # a family's chosen sizes are its smallest ones
+    left = budget - sum(est.cells[k] for k in keys)
+    for family in sizes.values():
         taken = [c.key in keys for c in family]
-        assert taken == sorted(taken, reverse=True)
-    round_of = {c.key: n for n, r in enumerate(cost_rounds(plan.cells, lambda c: est.cells[c.key])) for c in r}
-    first_left = min(round_of[c.key] for c in rest)
-    assert all(round_of[c.key] <= first_left for c in chosen)
+        assert taken == sorted(taken, reverse=True)  # a family's chosen sizes are its smallest ones
+        if not all(taken):
+            assert est.cells[family[taken.count(True)].key] > left  # its first size left out did not fit
+    cheap = [c for c in cost_rounds(plan.cells, lambda c: est.cells[c.key])[0]]
+    assert {c.key for c in cheap} <= keys  # the first round costs a fraction of the budget here
     everything, nothing = choose(plan.cells, est, 1e9)
     assert len(everything) == len(plan.cells) and not nothing
+
+
+def test_a_rounds_run_is_given_what_the_budget_fits_and_a_one_round_run_everything(registry):
+    """`--rounds` repeats each timed cell later, so it runs only the cells the estimate fits (the rest recorded
+    left out up front); a one-round run is given every cell and its live estimate decides."""
+    plan = make_plan(registry, Selection(problems=("exp_dot_loss",), suite="full", adapters=("autograd",),
+                                         dtypes=("float32",)))
+    st = prepare(registry, plan, max_time="2s")
+    assert st.beyond and st.scheduled
+    whole, none = st.to_run(1)
+    assert whole.cells == plan.cells and not none
+    fits, left = st.to_run(3)
+    assert fits.cells == st.scheduled
+    assert {m.cell.key for m in left} == set(st.beyond)
+    assert all(m.status is Status.SKIPPED and m.details["resumable"] for m in left)
 
 
 def test_max_time_stops_records_the_rest_and_resume_finishes(tmp_path, capsys):
@@ -100,7 +121,8 @@ def test_the_live_estimate_corrects_a_family_from_its_smaller_size_and_a_device_
 
 def test_cost_rounds_run_cheap_cells_first_and_a_family_smallest_size_first():
     """Rounds by estimated cost (COST_ROUNDS), cheapest first within a round: a cheap large size runs before
-    an expensive small size of another family, but never before its own family's smaller size."""
+    an expensive small size of another family, but never before its own family's smaller size; a cell's sides in
+    two --env environments (timed together) share the dearer side's round."""
     grad10, grad100, value10, value100, value1000 = (
         _cell("grad", "n10"), _cell("grad", "n100"), _cell("value", "n10"), _cell("value", "n100"),
         _cell("value", "n1000"))
@@ -110,6 +132,10 @@ def test_cost_rounds_run_cheap_cells_first_and_a_family_smallest_size_first():
     assert len(rounds) == len(COST_ROUNDS) + 1
     assert [[c.key for c in r] for r in rounds if r] == [
         [value10.key, value100.key], [value1000.key], [grad10.key, grad100.key]]  # grad100 waits for grad10
+    old, new = replace(value10, environment="old"), replace(value10, environment="new")
+    sides = cost_rounds([old, new], lambda c: 0.4 if c is old else 0.6)
+    assert [[c.key for c in r] for r in sides if r] == [[old.key, new.key]]
+    assert sides[1] == [old, new]
 
 
 def test_a_budgeted_run_learns_from_its_cells_and_starts_none_that_would_end_past_the_deadline(registry):
@@ -135,3 +161,27 @@ def test_a_budgeted_run_learns_from_its_cells_and_starts_none_that_would_end_pas
         m = out[c.key]
         assert m.status is Status.SKIPPED and m.details["resumable"], m.message
         assert "corrected by this run's cells" in m.message and "--max-time 2m" in m.message
+
+
+def test_a_cell_its_family_shows_dearer_than_its_round_waits_for_a_later_round(registry):
+    """A model far too low puts every cell in the first round; once a family's smallest size has run, its larger
+    sizes' corrected estimates exceed that round's bound and wait for a later round, so the other worker group's
+    smallest sizes run before them (one group no longer runs all its sizes before the next starts). No
+    wall-clock assertion: the corrected estimates are thousands of times the 0.5 s bound."""
+    cells = [replace(_cell(op, size), dtype=dtype) for dtype in ("float64", "float32")
+             for op in ("grad", "value") for size in ("n10", "n100")]
+    est = Estimate({c.key: (1e-7 if c.size == "n10" else 1e-5) for c in cells}, {})  # everything in round 0
+    order: list[str] = []
+
+    class Order(RunObserver):
+        def on_progress(self, cell, measurement):
+            if cell is not None and measurement is None:
+                order.append(cell.key)
+
+    quick = TimingPolicy(min_time=0.01, max_time=0.05, warmup_time=0.0, min_samples=1)
+    options = RunOptions(timeout=120, threads=1, deadline=time.monotonic() + 600, budget="10m", estimate=est,
+                         policy=quick)
+    out = {m.cell.key: m for m in runner.run(registry, Plan(tuple(cells), ()), options, observer=Order())}
+    assert all(m.status is Status.OK for m in out.values()), [m.message for m in out.values()]
+    assert sorted(order) == sorted(c.key for c in cells)  # each cell ran once
+    assert {k.split("/")[1] for k in order[:4]} == {"n10"}, order  # both groups' smallest sizes first

@@ -69,8 +69,8 @@ def test_measurement_twins_stay_on_their_machine():
 
 
 def test_budget_rounds_are_per_environment():
-    """One round of sizes gives each environment's family its smallest size (the family used to leave the
-    environment out, so the second environment's smallest size came after the first's largest)."""
+    """A budget gives each environment's family its smallest size before either's larger sizes (the family used
+    to leave the environment out, so the second environment's smallest size came after the first's largest)."""
     cells = [cell(size=s, environment=e) for e in ("old", "new") for s in ("n10", "n100", "n1000")]
     est = Estimate({c.key: 1.0 for c in cells}, {c.worker_group: 0.0 for c in cells})
     chosen, _ = choose(cells, est, 2.0)

@@ -88,8 +88,8 @@ def add_environment_option(p: argparse.ArgumentParser) -> None:
 def add_study_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("budget and scale-out (README: Full studies)")
     g.add_argument("--max-time", metavar="DURATION",
-                   help="stop when this is spent (90s, 15m, 1h30m): every family's smaller sizes first; the rest is "
-                        "recorded skipped, and --resume continues")
+                   help="stop when this is spent (90s, 15m, 1h30m): cheap cells first, each family's smaller sizes "
+                        "first; the rest is recorded skipped, and --resume continues")
     g.add_argument("--history", action="append", metavar="RESULTS",
                    help="earlier results whose measured times (same machine fingerprint) replace the model's "
                         "estimates; --output is always read (repeatable)")

@@ -46,7 +46,7 @@ def _plan(registry: Registry, args: argparse.Namespace) -> Plan:
 def _study(registry: Registry, plan: Plan, args: argparse.Namespace, output: str | None,
            fingerprint: str, recovered: frozenset[str] = frozenset()) -> study.Study:
     """This invocation's study: the plan's shard, less the cells --resume keeps (and those `recovered` from a
-    killed run's round journal), within the --max-time budget, ordered by the times measured on this machine
+    killed run's round journal), with what the --max-time budget fits, ordered by the times measured on this machine
     (`fingerprint`) where there are any."""
     done = frozenset(finished_keys(output)) | recovered if args.resume and output else frozenset()
     past = study.history([*([output] if output else []), *past_runs(), *(args.history or ())], fingerprint)
@@ -134,14 +134,15 @@ def command(args: argparse.Namespace) -> int:
     recovered = _recovered(output) if args.resume else []
     st = _study(registry, plan, args, output, header.machine.id,
                 frozenset(m.cell.key for m in recovered))
-    options = RunOptions(**timeouts(args, st.plan), threads=args.threads, deadline=st.deadline(),
+    to_run, left_out = st.to_run(args.rounds)
+    options = RunOptions(**timeouts(args, to_run), threads=args.threads, deadline=st.deadline(),
                          budget=args.max_time or "", rounds=args.rounds, confirm=confirm, estimate=st.estimate)
     target = Output(Path(output), header, resume=args.resume, overwrite=args.overwrite, fresh=fresh,
                     then=f"add --resume -o {output} to the same command to run the rest")
-    with watching(st.plan, args.rounds, show_progress=not args.no_progress) as observers:
-        measurements = run_session(registry, st.plan, options, output=target,
+    with watching(to_run, args.rounds, show_progress=not args.no_progress) as observers:
+        measurements = run_session(registry, to_run, options, output=target,
                                    environments_named=environment_specs.parse_options(args.env or ()),
-                                   observers=observers, recovered=recovered)
+                                   observers=observers, left_out=left_out, recovered=recovered)
     tables.print_summary(out, measurements)
     tables.print_harness_cost(out, harness_cost(measurements))
     print_findings(measurements)

@@ -103,21 +103,45 @@ def _measure_to_budget(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
     chosen by the estimate as this run has corrected it so far, so a cell found cheaper than modelled runs in the
     next round. A timeout still skips its family's larger sizes in later rounds."""
     timed_out: dict[tuple[str, ...], dict[tuple[str, ...], str]] = defaultdict(dict)
-    left = [c for group in groups.values() for c in group]
+    cells = [c for group in groups.values() for c in group]
+    order = {c.key: i for i, c in enumerate(cells)}
+    left = cells
     for number in range(len(COST_ROUNDS) + 1):
         this_round = [c for r in cost_rounds(left, live.seconds)[:number + 1] for c in r]
         ran = {c.key for c in this_round}
-        left = [c for c in left if c.key not in ran]
         by_group: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
         for c in this_round:
             by_group[c.worker_group].append(c)
-        yield from _measure_groups(registry, by_group, options, cache_dir, observer, live, timed_out)
+        deferred: list[Cell] = []
+        bound = COST_ROUNDS[number] if number < len(COST_ROUNDS) else None
+        yield from _measure_groups(registry, by_group, options, cache_dir, observer, live, timed_out,
+                                   Deferral(bound, deferred) if bound is not None else None)
+        left = sorted([*(c for c in left if c.key not in ran), *deferred], key=lambda c: order[c.key])
+
+
+@dataclass
+class Deferral:
+    """A --max-time round's bound on its cells' corrected estimates: a cell whose family's smaller size (or its
+    adapter's cells) showed it dearer than the round's bound, and every larger size of its family after it, is
+    put in `cells` for a later round instead of run now — else a model far too low (a GPU's) would put every cell
+    in the first round and one worker group would run its largest sizes before the next group ran anything."""
+
+    bound: float
+    cells: list[Cell]
+    families: set[tuple[str, ...]] = field(default_factory=set)
+
+    def defers(self, cell: Cell, live: LiveEstimate) -> bool:
+        if cell.family in self.families or live.seconds(cell) > self.bound:
+            self.families.add(cell.family)
+            self.cells.append(cell)
+            return True
+        return False
 
 
 def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
                     options: RunOptions, cache_dir: Path, observer: RunObserver, live: LiveEstimate | None = None,
-                    timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], str]] | None = None
-                    ) -> Iterator[Measurement]:
+                    timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], str]] | None = None,
+                    deferral: Deferral | None = None) -> Iterator[Measurement]:
     """Each worker group's cells in one fresh worker process, group after group. Groups that differ only by
     environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
     as in odd rounds, put the other environment first): a load that comes and goes then falls on both sides of a
@@ -137,8 +161,10 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
             adapter = registry.adapters.get(bundle[0][0].adapter)
             group = bundle[0][0].worker_group
             measured = (_run_group(workers[0], bundle[0], options, observer, live,
-                                   timed_out[group] if timed_out is not None else {}) if len(bundle) == 1
-                        else _run_environments(workers, bundle, options, observer, live))
+                                   timed_out[group] if timed_out is not None else {}, deferral) if len(bundle) == 1
+                        else _run_environments(workers, bundle, options, observer, live,
+                                               [timed_out[cells[0].worker_group] for cells in bundle]
+                                               if timed_out is not None else None))
             for m in measured:
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report
                     m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
@@ -198,9 +224,13 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
 
 
 def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions, observer: RunObserver,
-               live: LiveEstimate | None, timed_out: dict[tuple[str, ...], str]):
-    """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family."""
+               live: LiveEstimate | None, timed_out: dict[tuple[str, ...], str], deferral: Deferral | None = None):
+    """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family; a
+    cell the round's `deferral` defers is left for a later round."""
     for cell in cells:
+        if deferral is not None and live is not None and cell.family not in timed_out \
+                and deferral.defers(cell, live):
+            continue
         observer.on_progress(cell, None)
         m = _left_out(cell, timed_out, options, live)
         if m is None:
@@ -211,10 +241,12 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
 
 
 def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequence[Cell]], options: RunOptions,
-                      observer: RunObserver, live: LiveEstimate | None) -> Iterator[Measurement]:
+                      observer: RunObserver, live: LiveEstimate | None,
+                      timed_out: list[dict[tuple[str, ...], str]] | None = None) -> Iterator[Measurement]:
     """One worker group in several environments (`bundle[i]`: its cells in `workers[i]`'s), cell by cell: each
-    cell's environments timed in lockstep (lockstep.py), or one after the other when checking only."""
-    timed_out: list[dict[tuple[str, ...], str]] = [{} for _ in workers]
+    cell's environments timed in lockstep (lockstep.py), or one after the other when checking only. `timed_out`:
+    each side's families that timed out (shared across a --max-time run's rounds)."""
+    timed_out = timed_out if timed_out is not None else [{} for _ in workers]
     sides_of: dict[tuple, dict[int, Cell]] = defaultdict(dict)  # a cell across environments → side → its cell
     for side, cells in enumerate(bundle):
         for cell in cells:

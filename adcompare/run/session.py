@@ -60,22 +60,23 @@ def distributions(registry: Registry) -> list[str]:
 
 def run_session(registry: Registry, plan: Plan, options: runner.RunOptions, *, output: Output | None = None,
                 environments_named: Sequence[EnvironmentSpec] = (), observers: Sequence[RunObserver] = (),
-                recovered: Sequence[Measurement] = ()) -> list[Measurement]:
+                left_out: Sequence[Measurement] = (), recovered: Sequence[Measurement] = ()) -> list[Measurement]:
     """Run `plan` and return its measurements finished, `recovered` (cells a killed run left in its round
-    journal) written first and returned with them."""
+    journal) and `left_out` (cells --max-time did not schedule) written first and returned with them."""
     writer_of: list[ResultsWriter] = []
     try:
         with sigterm_as_interrupt():
-            return _run(registry, plan, options, output, environments_named, observers, recovered, writer_of)
+            return _run(registry, plan, options, output, environments_named, observers, left_out, recovered,
+                        writer_of)
     except KeyboardInterrupt as stop:
         if output is None:
             raise
-        kept = writer_of[0].cells if writer_of else 0
+        kept = writer_of[0].cells - len(left_out) if writer_of else 0  # left_out: recorded as planned, not run
         raise interrupted(output.path, kept, output.then, terminated=isinstance(stop, SigtermReceived)) from None
 
 
 def _run(registry: Registry, plan: Plan, options: runner.RunOptions, output: Output | None,
-         specs: Sequence[EnvironmentSpec], observers: Sequence[RunObserver],
+         specs: Sequence[EnvironmentSpec], observers: Sequence[RunObserver], left_out: Sequence[Measurement],
          recovered: Sequence[Measurement], writer_of: list[ResultsWriter]) -> list[Measurement]:
     everyone = _Everyone(observers)
     with ExitStack() as stack:
@@ -99,11 +100,13 @@ def _run(registry: Registry, plan: Plan, options: runner.RunOptions, output: Out
                 journal = RoundJournal(writer.path)
                 stack.callback(journal.close, writer.keys)  # removed once every cell it names is written
                 everyone.add(journal)
+        for m in left_out:
+            everyone.on_cell(m)
         finishing = _Stamping(everyone, machines, own_machine, registry.problems)
         for m in recovered:
             finishing.on_cell(m)
         measured = runner.run(registry, plan, options, observer=finishing)
-        return finished([*recovered, *measured], registry.problems)
+        return finished([*recovered, *measured, *left_out], registry.problems)
 
 
 def environments_header(registry: Registry, specs: Sequence[EnvironmentSpec],

@@ -52,14 +52,19 @@ COST_ROUNDS = (0.5, 2.0, 8.0, 32.0, 128.0)  # seconds: each round's cells are es
 
 def cost_rounds(cells: Sequence[Cell], seconds: Callable[[Cell], float]) -> list[list[Cell]]:
     """The cells in rounds of cost (COST_ROUNDS, and one round for the rest): a cell's round is the first whose
-    bound its estimate is under, and never earlier than its family's smaller size's (the plan lists a family's
-    sizes smallest first); each round in size order, cheapest first: what a --max-time run runs, so that it
-    measures as many cells as it can across every problem before the budget ends."""
+    bound its estimate is under (the dearest of its sides where it runs in several --env environments, which are
+    timed together), and never earlier than its family's smaller size's (the plan lists a family's sizes smallest
+    first); each round in size order, cheapest first: what a --max-time run runs, so that it measures as many
+    cells as it can across every problem before the budget ends."""
     rank = size_ranks(cells)
+    dearest: dict[tuple[str, ...], int] = {}
+    for c in cells:
+        number = bisect.bisect_left(COST_ROUNDS, seconds(c))
+        dearest[c.across_environments] = max(number, dearest.get(c.across_environments, 0))
     rounds: list[list[Cell]] = [[] for _ in range(len(COST_ROUNDS) + 1)]
     reached: dict[tuple[str, ...], int] = {}
     for c in cells:
-        number = max(bisect.bisect_left(COST_ROUNDS, seconds(c)), reached.get(c.family, 0))
+        number = max(dearest[c.across_environments], reached.get(c.family, 0))
         reached[c.family] = number
         rounds[number].append(c)
     return [sorted(r, key=lambda c: (rank[c.key], seconds(c))) for r in rounds]
@@ -67,17 +72,19 @@ def cost_rounds(cells: Sequence[Cell], seconds: Callable[[Cell], float]) -> list
 
 def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
     """(cells to run, in the plan's order; cells left out), filling `seconds` in the order a --max-time run runs
-    them (cost_rounds); a family stops at its first size that does not fit."""
+    them (cost_rounds), a worker group's start-up counted in each round it runs in (the run starts a fresh worker
+    per group and round); a family stops at its first size that does not fit."""
     spent, started, chosen, stopped = 0.0, set(), set(), set()
-    for c in (c for r in cost_rounds(cells, lambda c: estimate.cells[c.key]) for c in r):
-        group = c.worker_group
-        cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(group, 0.0))
-        if c.family in stopped or spent + cost > seconds:
-            stopped.add(c.family)
-            continue  # a cheaper cell of another family may still fit
-        spent += cost
-        started.add(group)
-        chosen.add(c.key)
+    for number, this_round in enumerate(cost_rounds(cells, lambda c: estimate.cells[c.key])):
+        for c in this_round:
+            group = (number, c.worker_group)
+            cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(c.worker_group, 0.0))
+            if c.family in stopped or spent + cost > seconds:
+                stopped.add(c.family)
+                continue  # a cheaper cell of another family may still fit
+            spent += cost
+            started.add(group)
+            chosen.add(c.key)
     return [c for c in cells if c.key in chosen], [c for c in cells if c.key not in chosen]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,15 @@ class Study:
     @property
     def seconds(self) -> float:
         return self.estimate.group_seconds(self.scheduled) if self.scheduled else 0.0
+
+    def to_run(self, rounds: int = 1) -> tuple[Plan, tuple[Measurement, ...]]:
+        """(the plan a run is given, the cells it records as left out before it starts). A one-round run is given
+        every cell and its live estimate decides; a `--rounds` run repeats each timed cell in later rounds, which a
+        check of each cell against the deadline cannot budget, so it runs the cells the estimate fits and records
+        the rest as left out, as --dry-run shows."""
+        if rounds > 1 and self.beyond:
+            return replace(self.plan, cells=self.scheduled), self.left_out
+        return self.plan, ()
 
     def deadline(self) -> float | None:
         return time.monotonic() + budget.parse_duration(self.max_time) if self.max_time else None
