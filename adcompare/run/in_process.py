@@ -152,7 +152,8 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
         return called(status=Status.OK)
     try:
         began = time.perf_counter()
-        reference(problem, size, cell.operator, inputs)  # timed apart from the check (cached for it)
+        if reference(problem, size, cell.operator, inputs).shared:  # timed apart from the check (cached for it)
+            details["reference_shared"] = True  # another worker of the run differenced it
         seconds_in["reference"] = time.perf_counter() - began
         began = time.perf_counter()
         checked = check_result(problem, size, cell.operator, cell.dtype, inputs, result)

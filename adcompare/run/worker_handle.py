@@ -37,13 +37,15 @@ from adcompare.run.protocol import (
     line,
 )
 from adcompare.run.timing import FIRST_CALL_MINUS_STEADY
+from adcompare.verify import shared_references
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
 
 
-def worker_environment(threads: int, cache_dir: Path | None) -> dict[str, str]:
-    """The environment a worker starts with: one thread policy, quiet frameworks, no GPU memory grab."""
+def worker_environment(threads: int, cache_dir: Path | None, share_references: bool = False) -> dict[str, str]:
+    """The environment a worker starts with: one thread policy, quiet frameworks, no GPU memory grab; with
+    `share_references`, the run's directory of references its workers share (verify/shared_references.py)."""
     env = dict(os.environ)
     env.update({name: str(threads) for name in THREAD_VARIABLES})
     env.update({
@@ -56,6 +58,9 @@ def worker_environment(threads: int, cache_dir: Path | None) -> dict[str, str]:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
     if cache_dir is not None:
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir / "inductor"))
+    env.pop(shared_references.ENV, None)
+    if cache_dir is not None and share_references:
+        env[shared_references.ENV] = str(cache_dir / "references")
     return env
 
 
@@ -103,7 +108,7 @@ class WorkerProcess:
     def start(self) -> WorkerInfo:
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
-        env = worker_environment(self.threads, self.cache_dir)
+        env = worker_environment(self.threads, self.cache_dir, share_references=not self.interpreter)
         if self.interpreter:
             launch = [self.interpreter, "-c", SAFE_PATH_LAUNCH]
             for name in ("PYTHONPATH", "PYTHONHOME"):  # e.g. an HPC module's site-packages would shadow the env's

@@ -42,7 +42,8 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   whose `adcompare.grad` takes central differences, with a stated error bound of 1e-5 (differences of differences).
 
 Results are cached per (problem, size, operator, dtype, inputs) within the process: every adapter and variant of
-a worker checks against the same reference, computed once. The differencing itself (J·v, Jacobians, second
+a worker checks against the same reference, computed once; and across a run's workers through its cache directory
+(shared_references.py), so that each is differenced once per run. The differencing itself (J·v, Jacobians, second
 orders, the price of an evaluation, complex step or not) is differencing.py's.
 """
 from __future__ import annotations
@@ -60,6 +61,7 @@ import numpy as np
 from adcompare.model.operators import NESTED, spec
 from adcompare.model.problem import Problem, Size
 from adcompare.plugin.adapter import CellInputs
+from adcompare.verify import shared_references
 from adcompare.verify.differencing import (
     DIRECTION_SEED,
     EPS,
@@ -114,6 +116,7 @@ class Reference:
     seconds: float = 0.0  # wall time this process spent computing it
     rounding_error: float = 0.0  # estimated scaled error of a correct derivative computed in the cell's dtype
     order: int = 1  # 0 value, 1 first derivatives, 2 second derivatives (tolerances differ)
+    shared: bool = False  # read from another worker of this run (shared_references.py), not differenced here
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -535,18 +538,30 @@ def reference(problem: Problem, size: Size | str, operator: str, inputs: CellInp
     budget = FULL_REFERENCE_BUDGET if budget is None else budget
     label = size.label if isinstance(size, Size) else str(size)
     pt = _point(inputs)
-    key = (problem, label, operator, str(np.asarray(inputs.wrt).dtype), pt.digest, budget)
+    dtype = str(np.asarray(inputs.wrt).dtype)
+    key = (problem, label, operator, dtype, pt.digest, budget)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    started = time.perf_counter()
-    ref = _compute(problem, operator, pt, budget)
-    ref = dataclasses.replace(ref, seconds=time.perf_counter() - started, order=spec(operator).order)
-    _verify_finite(problem, label, operator, ref)
+    run_key = (problem.name, label, operator, dtype, pt.digest, budget)
+    ref = shared_references.load(run_key)
+    if ref is not None:
+        ref = dataclasses.replace(ref, shared=True)
+    else:
+        started = time.perf_counter()
+        ref = _compute(problem, operator, pt, budget)
+        ref = dataclasses.replace(ref, seconds=time.perf_counter() - started, order=spec(operator).order)
+        _verify_finite(problem, label, operator, ref)
+        shared_references.keep(run_key, ref, _arrays_bytes(ref))
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = ref
     return ref
+
+
+def _arrays_bytes(ref: Reference) -> int:
+    arrays = [ref.value, *(a for d in ref.directional for a in (d.expected, d.left, d.right))]
+    return sum(a.nbytes for a in arrays if a is not None)
 
 
 def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Reference:

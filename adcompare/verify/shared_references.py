@@ -1,0 +1,68 @@
+"""References shared by a run's workers: each float64 reference differenced once per run, not once per worker.
+
+A reference depends only on the problem, its size, the operator, the cell's dtype, the point (its inputs' digest)
+and the budget, never on the framework, yet each worker (one per adapter, and a fresh one per --max-time round)
+used to difference it again: in a GradBench run most of the harness's own seconds were the same kmeans, llsq and
+lse gradients differenced for every adapter and variant (2 s each at kmeans k = 100). The runner names a directory
+of its per-run cache for workers of the environment it runs in (ADCOMPARE_REFERENCE_CACHE, worker_handle.py); a
+reference that took long enough to be worth a file is pickled there, and the next worker that needs it reads it.
+Workers of other `--env` environments are not given the directory: their adcompare or problems may differ. The
+file's name digests the key and the differencing code's own source, so a changed reference is never read back.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ENV = "ADCOMPARE_REFERENCE_CACHE"
+SHARE_ABOVE = 0.05  # seconds: a cheaper reference is differenced again (reading a file costs about a millisecond)
+LARGEST = 64 * 2**20  # bytes of arrays a shared reference may hold; a larger one stays in its worker
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    here = Path(__file__).parent
+    h = hashlib.blake2b(digest_size=16)
+    for name in ("reference.py", "differencing.py", "tolerance.py"):
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
+def _path(key: tuple) -> Path | None:
+    directory = os.environ.get(ENV)
+    if not directory:
+        return None
+    name = hashlib.blake2b(repr((key, _code_digest())).encode(), digest_size=20).hexdigest()
+    return Path(directory) / f"{name}.pickle"
+
+
+def load(key: tuple) -> Any | None:
+    """The reference another worker of this run kept under `key`, or None."""
+    path = _path(key)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with path.open("rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        return None  # a half-written or stale file: difference it again
+
+
+def keep(key: tuple, reference: Any, arrays_bytes: int) -> None:
+    """Keep `reference` for the run's other workers when it was dear enough and small enough to share."""
+    path = _path(key)
+    if path is None or reference.seconds < SHARE_ABOVE or arrays_bytes > LARGEST:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(reference, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # whole or absent: a worker reading it never sees half a file
+    except OSError:
+        pass  # a full or read-only disk costs the other workers a recomputation, nothing else

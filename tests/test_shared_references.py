@@ -1,0 +1,95 @@
+"""A run's workers share their float64 references (verify/shared_references.py): one worker differences, the
+others read its file; nothing is shared without the run's directory, across keys, or with another environment."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from adcompare.model.cell import Cell
+from adcompare.model.status import Status
+from adcompare.plugin import registry as plugins
+from adcompare.run.worker_handle import WorkerProcess, worker_environment
+from adcompare.verify import reference as ref_module
+from adcompare.verify import shared_references
+from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.reference import clear_cache, reference
+
+
+@pytest.fixture
+def problem(registry):
+    return registry.problems["exp_dot_loss"]
+
+
+def _inputs(problem, dtype="float64"):
+    return cell_inputs(problem, problem.size("n100"), "grad", dtype)
+
+
+def _no_differencing(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("differenced again, not read from the run's shared reference")
+    monkeypatch.setattr(ref_module, "_compute", refuse)
+
+
+def test_a_reference_differenced_once_is_read_by_the_next_worker(problem, tmp_path, monkeypatch):
+    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
+    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)  # whatever this machine's speed
+    clear_cache()
+    first = reference(problem, "n100", "grad", _inputs(problem))
+    assert not first.shared and len(list(tmp_path.glob("*.pickle"))) == 1
+    clear_cache()  # as in a fresh worker
+    _no_differencing(monkeypatch)
+    again = reference(problem, "n100", "grad", _inputs(problem))
+    assert again.shared and again.method == first.method and again.error_bound == first.error_bound
+    np.testing.assert_array_equal(again.value, first.value)
+    clear_cache()
+
+
+def test_other_keys_and_no_directory_are_differenced(problem, tmp_path, monkeypatch):
+    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
+    monkeypatch.delenv(shared_references.ENV, raising=False)
+    clear_cache()
+    reference(problem, "n100", "grad", _inputs(problem))  # no directory: nothing kept
+    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
+    clear_cache()
+    reference(problem, "n100", "grad", _inputs(problem))
+    reference(problem, "n100", "grad", _inputs(problem, "float32"))  # another dtype, another point
+    reference(problem, "n100", "grad", _inputs(problem), budget=0.5)  # another budget
+    assert len(list(tmp_path.glob("*.pickle"))) == 3
+    clear_cache()
+
+
+def test_a_half_written_file_is_differenced_again(problem, tmp_path, monkeypatch):
+    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
+    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
+    clear_cache()
+    reference(problem, "n100", "grad", _inputs(problem))
+    (kept,) = tmp_path.glob("*.pickle")
+    kept.write_bytes(kept.read_bytes()[:20])
+    clear_cache()
+    assert not reference(problem, "n100", "grad", _inputs(problem)).shared
+    clear_cache()
+
+
+def test_only_workers_of_the_runs_own_environment_share(tmp_path, monkeypatch):
+    monkeypatch.setenv(shared_references.ENV, "/somewhere/else")
+    assert worker_environment(1, tmp_path, share_references=True)[shared_references.ENV] == \
+        str(Path(tmp_path) / "references")
+    assert shared_references.ENV not in worker_environment(1, tmp_path, share_references=False)
+    assert shared_references.ENV not in worker_environment(1, None, share_references=True)
+
+
+def test_a_second_worker_reads_the_reference_the_first_differenced(tmp_path):
+    """Real workers, one after the other, as a --max-time run's rounds or a run's adapters start them: the
+    second records that it read the first's reference instead of differencing it again."""
+    plugin = str(Path(__file__).parent / "fixtures" / "plugins" / "slow_reference.py")
+    problem = plugins.load((plugin,)).problems["slow_reference_sum"]
+    cell = Cell(problem.name, problem.smallest_size.label, "grad", "autograd", "eager", "cpu", "float64")
+    records = []
+    for _ in range(2):
+        with WorkerProcess("autograd", "float64", "cpu", 1, (plugin,), tmp_path) as worker:
+            records.append(worker.run(cell, timeout=120, time_it=False))
+    assert [m.status for m in records] == [Status.OK, Status.OK], [m.message for m in records]
+    assert "reference_shared" not in records[0].details and records[1].details["reference_shared"] is True
+    assert len(list((tmp_path / "references").glob("*.pickle"))) == 1
