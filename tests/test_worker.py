@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -169,8 +170,9 @@ def test_a_killed_run_takes_its_worker_with_it(tmp_path):
 def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_the_finished_calls(fault_registry):
     """Issue 39: a cell whose calls exceed the block allotment is timed without a warm-up, one call per block, until
     its next call would end past its timeout (n3); a worker stopped by the timeout keeps the calls it reported as a
-    measurement with few samples (n4), or, when only the first call finished, a timeout with a lower bound (n5).
-    The timeout stops 60 s sleeps (10× and more what it guards); the 0.4 s calls are sleeps, not CPU."""
+    measurement with few samples (n4), or, when only the first call finished, that checked first call as its one
+    sample (n5: an eager call, nothing compiled in it). The timeout stops 60 s sleeps (10× and more what it
+    guards); the 0.4 s calls are sleeps, not CPU."""
     policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)  # 30 never fit in 4 s
     cells = [_cell("slow_calls", size, adapter="autograd") for size in ("n3", "n4", "n5")]  # workers start in 0.1 s
     options = runner.RunOptions(timeout=4.0, threads=1, policy=policy)
@@ -186,9 +188,41 @@ def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_
     assert kept.status is Status.OK and kept.timing.stopped == "cell timeout"
     assert len(kept.timing.samples) == 1 and 0.4 <= kept.timing.samples[0] < 4.0 and kept.timing.few_samples
     assert kept.check is not None and "1 timed call before the 4 s cell timeout" in kept.message
-    assert bound.status is Status.TIMEOUT and bound.timing is None and bound.check is not None
-    assert bound.details["first_call_seconds"] >= 0.4 and bound.details["lower_bound_seconds"] > 0
-    assert "no timed call finished within the 4 s cell timeout" in bound.message
+    assert bound.status is Status.OK and bound.check is not None and bound.timing.stopped == "cell timeout"
+    assert bound.timing.samples == (bound.timing.first_call,) and 0.4 <= bound.timing.first_call < 4.0
+    assert "its checked first call is its one sample" in bound.message
+
+
+def test_a_first_call_that_leaves_no_room_for_another_is_the_one_sample(fault_registry):
+    """A slow eager cell whose checked first call took most of its timeout is not called again (the call would be
+    stopped at the timeout): the first call is its one sample, marked "first call only", and its family's larger
+    sizes are skipped as after a timeout. The 4 s timeout is a safety net for the 60 s sleep a second call makes."""
+    policy = TimingPolicy(min_time=0.01, max_time=0.1, warmup_time=0.0, min_samples=30)
+    cell = _cell("one_slow_call", "n3", adapter="autograd")
+    (m,) = runner.run(fault_registry, Plan((cell,), ()), runner.RunOptions(timeout=4.0, threads=1, policy=policy))
+    assert m.status is Status.OK and m.check is not None, m.message
+    assert m.timing.stopped == "first call only" and m.timing.samples == (m.timing.first_call,)
+    assert 2.5 <= m.timing.first_call < 4.0 and m.timing.few_samples
+
+
+def test_a_compiled_first_call_is_no_sample_and_the_cell_stays_a_timeout():
+    """Where the first call compiled (not ahead of time), it is no sample: a worker stopped before any timed call
+    finished leaves a timeout with the first call and the lower bound (worker_handle.kept)."""
+    from adcompare.model.measurement import Measurement
+    from adcompare.run.protocol import Progress
+    from adcompare.run.worker_handle import kept
+
+    cell = _cell("slow_calls", "n5", adapter="torch")
+    compiled = Measurement(replace(cell, variant="compiled"), Status.OK)
+    eager = Measurement(cell, Status.OK)
+    for m, sample in ((compiled, False), (eager, True)):
+        progress = [(0.0, Progress(Progress.STARTED)), (1.0, Progress(Progress.CALLED, 1.0)),
+                    (1.1, Progress(Progress.CHECKED, 1.0, measurement=m))]
+        out = kept(m.cell, progress, 4.0, 4.0)
+        assert (out.status is Status.OK) == sample, out.message
+        if not sample:
+            assert out.timing is None and out.details["first_call_seconds"] == 1.0
+            assert out.details["lower_bound_seconds"] == pytest.approx(2.9)
 
 
 def test_a_cells_own_timeout_is_its_deadline_and_the_others_keep_the_runs(fault_registry):

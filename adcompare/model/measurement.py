@@ -79,8 +79,9 @@ class Timing:
     # environments timed in lockstep, lockstep.py). Empty in files written before it was recorded.
     round_blocks: tuple[int, ...] = ()
     # Why timing stopped before its rule was met (timing.py rule 7), "" when it was not cut short: "deadline" (a
-    # slow cell's next call would have ended past its timeout) or "cell timeout" (the worker was stopped; these
-    # are the calls it had reported). Schema 3; files before it read "".
+    # slow cell's next call would have ended past its timeout), "first call only" (not even a second call would
+    # have fitted: the checked first call, which compiled nothing, is the one sample) or "cell timeout" (the worker
+    # was stopped; these are the calls it had reported, or its first call). Schema 3; files before it read "".
     stopped: str = ""
     # Wall seconds inside the framework's calls while timing (warm-up calls and blocks, sync included):
     # total_seconds minus this is the timing loop's own cost. Schema 3; 0.0 where not recorded.

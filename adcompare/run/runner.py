@@ -28,6 +28,7 @@ from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.registry import Registry
 from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
+from adcompare.run.timing import FIRST_CALL_ONLY
 from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
 from adcompare.run.worker_handle import WorkerProcess
 from adcompare.study.budget import COST_ROUNDS, cost_rounds, left_out
@@ -315,7 +316,7 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
         started_here = {"worker_start_seconds": round(worker.info.startup_seconds, 4)}
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))
-    if m.status is Status.TIMEOUT or (m.timing is not None and m.timing.stopped == CELL_TIMEOUT):
+    if m.status is Status.TIMEOUT or (m.timing is not None and m.timing.stopped in (CELL_TIMEOUT, FIRST_CALL_ONLY)):
         timed_out[m.cell.family] = m.cell.size
     if live is not None:
         live.learn(m.cell, max(wall, 0.0))

@@ -28,10 +28,13 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
    `hard_limit`). Warm-up effects are negligible against a call of a large fraction of a second, and calls are
    what a slow cell's timeout affords. Its samples are those calls; a timing with fewer than `min_samples`
    says why in `stopped` ("deadline": the next call would not have fitted; the parent writes "cell timeout"
-   when it kept the calls a killed worker had reported). Like ADBench's runs, every finished call counts; we
-   keep them all and report their median like any other cell's, the minimum beside it (ADBench keeps the
-   minimum), so slow and fast cells are summarised alike. A compiled cell whose first call was slow only
-   because it compiled is not slow: its second call, under the allotment, is its first warm-up call.
+   when it kept the calls a killed worker had reported). Where not even a second call fits, the checked first
+   call is the one sample ("first call only"), if it compiled nothing (the variant does not compile, or it
+   compiled ahead of time); else the cell is a timeout whose first call is recorded. Like ADBench's runs,
+   every finished call counts; we keep them all and report their median like any other cell's, the minimum
+   beside it (ADBench keeps the minimum), so slow and fast cells are summarised alike. A compiled cell whose
+   first call was slow only because it compiled is not slow: its second call, under the allotment, is its first
+   warm-up call.
 Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
 not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
@@ -104,6 +107,15 @@ def _calls_per_block(per_call: float, policy: TimingPolicy) -> int:
 # timing.measure's `on_call` (rule 7): (wall seconds, process CPU seconds) of one timed call of a slow cell
 OnCall = Callable[[float, float], None]
 DEADLINE = "deadline"  # Timing.stopped: a slow cell stopped before a call that would have ended past its deadline
+# Timing.stopped: a slow cell whose checked first call is its one sample, since a second would have ended past its
+# deadline (only where that call compiled nothing: the variant does not compile, or compiled ahead of time)
+FIRST_CALL_ONLY = "first call only"
+
+
+def first_call_is_a_sample(compiled: bool, compile_method: str) -> bool:
+    """Whether a cell's checked first call was a plain call of its operator, so that it may stand as a timed
+    sample when no other call fits in the cell's timeout: nothing was compiled in it."""
+    return not compiled or compile_method.startswith("ahead of time")
 
 
 def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, *,
@@ -131,6 +143,10 @@ def measure(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds:
         pace = None
     warm, calls, fastest = 0.0, 0, math.inf
     if pace is None and first_call_seconds > policy.block_allotment:  # rule 7: perhaps a slow cell
+        if deadline is not None and began + first_call_seconds > deadline \
+                and first_call_is_a_sample(compiled, prepared.compile_method):
+            return finish(prepared, Timing(samples=(first_call_seconds,), number=1, first_call=first_call_seconds,
+                                           warmup_calls=0, stopped=FIRST_CALL_ONLY), compiled=compiled)
         elapsed = block(1)
         if elapsed > policy.block_allotment:
             if on_call is not None:

@@ -36,7 +36,7 @@ from adcompare.run.protocol import (
     WorkerInfo,
     line,
 )
-from adcompare.run.timing import FIRST_CALL_MINUS_STEADY
+from adcompare.run.timing import FIRST_CALL_MINUS_STEADY, first_call_is_a_sample
 from adcompare.verify import shared_references
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -273,8 +273,9 @@ STOPPED = "cell timeout"  # Timing.stopped of the calls kept from a worker its c
 
 
 def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now: float) -> Measurement:
-    """What a cell stopped by its timeout keeps: its finished timed calls as a measurement with few samples, or a
-    `timeout` naming the stage it was stopped in and, for a call, how long it had run (a lower bound)."""
+    """What a cell stopped by its timeout keeps: its finished timed calls as a measurement with few samples (none
+    finished: its checked first call as the one sample, where that call compiled nothing), or a `timeout` naming
+    the stage it was stopped in and, for a call, how long it had run (a lower bound)."""
     stages = {p.stage: (when, p) for when, p in progress}
     calls = [p for _, p in progress if p.stage == Progress.CALL]
     limit = f"the {timeout:g} s cell timeout"
@@ -293,6 +294,12 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
             timing = replace(timing, compile=compile_seconds,
                              compile_method=method if compile_seconds is not None else "")
             note = f"{len(calls)} timed call{'s' if len(calls) != 1 else ''} before {limit} stopped the worker"
+            return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])))
+        if first_call_is_a_sample(m.compiled, checked.compile_method):
+            timing = Timing(samples=(checked.seconds,), number=1, first_call=checked.seconds, warmup_calls=0,
+                            compile=checked.compile_seconds, compile_method=checked.compile_method
+                            if checked.compile_seconds is not None else "", stopped=STOPPED)
+            note = f"its checked first call is its one sample: the next call ran past {limit}"
             return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])))
         last = progress[-1][0]
         return replace(m, status=Status.TIMEOUT, timing=None,
