@@ -119,6 +119,19 @@ def test_the_live_estimate_corrects_a_family_from_its_smaller_size_and_a_device_
     assert live.seconds(other) == pytest.approx(6.0)
 
 
+def test_a_history_is_corrected_by_its_familys_cell_run_again():
+    """A family measured before (history) is re-estimated from its smaller size's wall time now against its
+    history; another measured family, and the adapter's modelled cells, keep theirs."""
+    small, large, other = _cell("grad", "n10"), _cell("grad", "n100"), _cell("value", "n10")
+    modelled = _cell("jvp", "n10")
+    est = Estimate({small.key: 60.0, large.key: 60.0, other.key: 60.0, modelled.key: 1.0}, {},
+                   frozenset({small.key, large.key, other.key}))
+    live = LiveEstimate(est)
+    live.learn(small, 6.0)  # a timeout's 60 s lower bound before; 6 s now
+    assert live.seconds(large) == pytest.approx(6.0)
+    assert live.seconds(other) == 60.0 and live.seconds(modelled) == 1.0
+
+
 def test_cost_rounds_run_cheap_cells_first_and_a_family_smallest_size_first():
     """Rounds by estimated cost (COST_ROUNDS), cheapest first within a round: a cheap large size runs before
     an expensive small size of another family, but never before its own family's smaller size; a cell's sides in

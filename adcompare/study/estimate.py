@@ -224,19 +224,23 @@ class LiveEstimate:
     modelled seconds gives a ratio that corrects its family's larger sizes (the model's scaling kept, its constant
     measured), and cells of no family measured yet take the median ratio of the cells run on the same device by
     the same adapter — so a GPU's cells are estimated from GPU cells, whatever the CPU-fitted priors said. Cells
-    measured on this machine before (history) keep their measured seconds."""
+    measured on this machine before (history) keep their measured seconds until a cell of their family measured
+    before runs again: its wall time against its history corrects them (a history written by older code, or a
+    timeout's lower bound, can be far off: the per-example BA cells that timed out at 60 s before issue 39 took
+    2-13 s on the code that fixed their reference, and waited behind cells that were really slow)."""
 
     def __init__(self, estimate: Estimate):
         self.base = estimate
         self._family: dict[tuple[str, ...], float] = {}
         self._kind: dict[tuple[str, str], list[float]] = {}
+        self._against_history: dict[tuple[str, ...], float] = {}
 
     def seconds(self, cell: Cell) -> float:
         base = self.base.cells.get(cell.key)
         if base is None:
             return 0.0
         if cell.key in self.base.measured:
-            return base
+            return base * self._against_history.get(cell.family, 1.0)
         ratio = self._family.get(cell.family)
         if ratio is None and (kind := self._kind.get((cell.device, cell.adapter))):
             ratio = sorted(kind)[len(kind) // 2]
@@ -245,7 +249,10 @@ class LiveEstimate:
     def learn(self, cell: Cell, wall_seconds: float) -> None:
         """A cell of this run finished in `wall_seconds` (its worker's start-up excluded)."""
         base = self.base.cells.get(cell.key)
-        if base is None or base <= 0 or cell.key in self.base.measured:
+        if base is None or base <= 0:
+            return
+        if cell.key in self.base.measured:  # corrects its family's other measured sizes only: a history's
+            self._against_history[cell.family] = wall_seconds / base  # ratio is no model's constant
             return
         ratio = wall_seconds / base
         self._family[cell.family] = ratio
