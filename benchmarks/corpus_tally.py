@@ -15,6 +15,7 @@ from adcompare.analysis.harness_cost import STAGES, harness_cost
 from adcompare.model.status import Status
 from adcompare.store.results import load
 from adcompare.verify.expectations import expected_reason
+from adcompare.verify.shared_references import SHARE_ABOVE
 
 COLUMNS = ("ok", "timeout", "failed", "mismatch", "crashed", "skipped", "too_large", "unsupported")
 
@@ -67,6 +68,15 @@ def main() -> None:
               f"calls; {len(cost.over_goal)} of {len(cost.cells)} cells over max(10 %, 1 s)")
         stages = {k: sum(c.stages[k] for c in cost.cells) for k in STAGES}
         print("by stage: " + ", ".join(f"{k} {v:.0f} s" for k, v in stages.items()))
+        again: dict[tuple[str, ...], list[float]] = defaultdict(list)  # references differenced in this worker
+        for c in cost.cells:
+            cell = c.measurement.cell
+            if not c.measurement.details.get("reference_shared"):
+                again[(cell.problem, cell.size, cell.operator, cell.dtype)].append(c.stages["reference"])
+        repeated = sum(sum(v) - max(v) for v in again.values() if max(v) >= SHARE_ABOVE)
+        shared = sum(1 for c in cost.cells if c.measurement.details.get("reference_shared"))
+        print(f"references differenced again by another worker: {repeated:.0f} s; read from another worker: "
+              f"{shared} cells (verify/shared_references.py)")
         over = Counter(c.measurement.cell.problem + " · " + c.measurement.cell.operator for c in cost.over_goal)
         print("over the goal, by problem · operator: " + ", ".join(f"{k} {n}" for k, n in over.most_common(8)))
         for c in cost.worst(args.worst):
