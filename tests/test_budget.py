@@ -52,7 +52,7 @@ def test_a_budget_is_filled_cheapest_first_each_family_smallest_size_first(regis
         assert taken == sorted(taken, reverse=True)  # a family's chosen sizes are its smallest ones
         if not all(taken):
             assert est.cells[family[taken.count(True)].key] > left  # its first size left out did not fit
-    cheap = [c for c in cost_rounds(plan.cells, lambda c: est.cells[c.key])[0]]
+    cheap = cost_rounds(plan.cells, lambda c: est.cells[c.key])[0]
     assert {c.key for c in cheap} <= keys  # the first round costs a fraction of the budget here
     everything, nothing = choose(plan.cells, est, 1e9)
     assert len(everything) == len(plan.cells) and not nothing
@@ -180,7 +180,8 @@ def test_a_cell_its_family_shows_dearer_than_its_round_waits_for_a_later_round(r
     """A model far too low puts every cell in the first round; once a family's smallest size has run, its larger
     sizes' corrected estimates exceed that round's bound and wait for a later round, so the other worker group's
     smallest sizes run before them (one group no longer runs all its sizes before the next starts). No
-    wall-clock assertion: the corrected estimates are thousands of times the 0.5 s bound."""
+    wall-clock assertion: a larger size's corrected estimate is 100 × its smaller size's wall time, which the
+    timing policy's 10 ms minimum alone puts at 1 s or more, above the 0.5 s bound."""
     cells = [replace(_cell(op, size), dtype=dtype) for dtype in ("float64", "float32")
              for op in ("grad", "value") for size in ("n10", "n100")]
     est = Estimate({c.key: (1e-7 if c.size == "n10" else 1e-5) for c in cells}, {})  # everything in round 0

@@ -283,23 +283,18 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
         when, checked = stages[Progress.CHECKED]
         m = checked.measurement
         assert m is not None and checked.seconds is not None, "a CHECKED report carries the cell and its first call"
-        if calls:
-            timing = Timing(samples=tuple(p.seconds or 0.0 for p in calls), number=1, first_call=checked.seconds,
-                            warmup_calls=0, total_seconds=sum(p.seconds or 0.0 for p in calls),
-                            call_seconds=sum(p.seconds or 0.0 for p in calls),
-                            cpu_samples=tuple(p.cpu or 0.0 for p in calls), stopped=STOPPED)
+        if calls or first_call_is_a_sample(m.compiled, checked.compile_method):
+            in_calls = sum(p.seconds or 0.0 for p in calls)
+            timing = Timing(samples=tuple(p.seconds or 0.0 for p in calls) or (checked.seconds,), number=1,
+                            first_call=checked.seconds, warmup_calls=0, total_seconds=in_calls,
+                            call_seconds=in_calls, cpu_samples=tuple(p.cpu or 0.0 for p in calls), stopped=STOPPED)
             compile_seconds, method = checked.compile_seconds, checked.compile_method
-            if compile_seconds is None and m.compiled:
+            if compile_seconds is None and m.compiled:  # never with the first call alone: it compiled nothing
                 compile_seconds, method = max(0.0, checked.seconds - timing.median), FIRST_CALL_MINUS_STEADY
             timing = replace(timing, compile=compile_seconds,
                              compile_method=method if compile_seconds is not None else "")
-            note = f"{len(calls)} timed call{'s' if len(calls) != 1 else ''} before {limit} stopped the worker"
-            return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])))
-        if first_call_is_a_sample(m.compiled, checked.compile_method):
-            timing = Timing(samples=(checked.seconds,), number=1, first_call=checked.seconds, warmup_calls=0,
-                            compile=checked.compile_seconds, compile_method=checked.compile_method
-                            if checked.compile_seconds is not None else "", stopped=STOPPED)
-            note = f"its checked first call is its one sample: the next call ran past {limit}"
+            note = (f"{len(calls)} timed call{'s' if len(calls) != 1 else ''} before {limit} stopped the worker"
+                    if calls else f"its checked first call is its one sample: the next call ran past {limit}")
             return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])))
         last = progress[-1][0]
         return replace(m, status=Status.TIMEOUT, timing=None,

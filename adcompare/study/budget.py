@@ -37,7 +37,7 @@ def parse_duration(text: str) -> float:
 
 
 def size_ranks(cells: Sequence[Cell]) -> dict[str, int]:
-    """Each cell's round of sizes: 0 for its family's smallest size, 1 for the next, … (the plan lists a family's
+    """Each cell's rank among its family's sizes: 0 for the smallest, 1 for the next, … (the plan lists a family's
     sizes smallest first)."""
     rank: dict[str, int] = {}
     seen: dict[tuple[str, ...], int] = {}
@@ -57,9 +57,10 @@ def cost_rounds(cells: Sequence[Cell], seconds: Callable[[Cell], float]) -> list
     first); each round in size order, cheapest first: what a --max-time run runs, so that it measures as many
     cells as it can across every problem before the budget ends."""
     rank = size_ranks(cells)
+    estimated = {c.key: seconds(c) for c in cells}  # once: a live estimate takes a median per call
     dearest: dict[tuple[str, ...], int] = {}
     for c in cells:
-        number = bisect.bisect_left(COST_ROUNDS, seconds(c))
+        number = bisect.bisect_left(COST_ROUNDS, estimated[c.key])
         dearest[c.across_environments] = max(number, dearest.get(c.across_environments, 0))
     rounds: list[list[Cell]] = [[] for _ in range(len(COST_ROUNDS) + 1)]
     reached: dict[tuple[str, ...], int] = {}
@@ -67,7 +68,7 @@ def cost_rounds(cells: Sequence[Cell], seconds: Callable[[Cell], float]) -> list
         number = max(dearest[c.across_environments], reached.get(c.family, 0))
         reached[c.family] = number
         rounds[number].append(c)
-    return [sorted(r, key=lambda c: (rank[c.key], seconds(c))) for r in rounds]
+    return [sorted(r, key=lambda c: (rank[c.key], estimated[c.key])) for r in rounds]
 
 
 def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
