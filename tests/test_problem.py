@@ -44,6 +44,33 @@ def test_inputs_are_seeded_and_cast():
     assert not np.array_equal(p.inputs(p.sizes[0], "float64", seed=1)["x"], a["x"])
 
 
+def test_a_workers_next_cell_at_the_same_size_reuses_its_inputs_and_no_one_else_does():
+    from adcompare.verify.cell_inputs import cell_inputs
+
+    built = [0]
+
+    @problem(sizes=[4, 8], wrt="x")
+    def f(x, /, *, k, xp):
+        return x * k
+
+    @f.inputs
+    def _(rng, n):
+        built[0] += 1
+        return {"x": rng.standard_normal(n), "k": rng.standard_normal(n)}
+
+    p = f.build()
+    small, large = p.sizes
+    first = cell_inputs(p, small, "value", "float64", reuse=True)
+    jvp = cell_inputs(p, small, "jvp", "float64", reuse=True)  # another operator, the same arrays
+    assert built[0] == 1 and jvp.wrt is first.wrt and jvp.constants["k"] is first.constants["k"]
+    assert jvp.tangent is not None and first.tangent is None
+    assert cell_inputs(p, small, "value", "float32", reuse=True).wrt.dtype == np.float32 and built[0] == 2
+    assert cell_inputs(p, large, "value", "float32", reuse=True).wrt.shape == (8,) and built[0] == 3
+    plain = cell_inputs(p, large, "value", "float32")  # not a worker's: built anew, and the kept ones dropped
+    assert built[0] == 4 and cell_inputs(p, large, "value", "float32", reuse=True).wrt is not plain.wrt
+    assert built[0] == 5
+
+
 @pytest.mark.parametrize("decl, fix", [
     (lambda: problem(sizes=[3], wrt="x")(lambda x: x), "keyword-only 'xp'"),
     (lambda: problem(sizes=[3], wrt="y")(_f := (lambda x, *, xp: x)), "wrt='y' is not a parameter"),

@@ -2,6 +2,8 @@
 others read its file; nothing is shared without the run's directory, across keys, or with another environment."""
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +95,45 @@ def test_a_second_worker_reads_the_reference_the_first_differenced(tmp_path):
     assert [m.status for m in records] == [Status.OK, Status.OK], [m.message for m in records]
     assert "reference_shared" not in records[0].details and records[1].details["reference_shared"] is True
     assert len(list((tmp_path / "references").glob("*.pickle"))) == 1
+
+
+def test_a_reference_is_shared_when_reading_it_back_beats_computing_it():
+    mb = 2**20
+    assert shared_references.worth_sharing(7.0, 219 * mb)  # BA's largest value: 7-11 s of NumPy in each worker
+    assert not shared_references.worth_sharing(0.05, 64 * mb)  # a cheap gradient: the round trip costs more
+    assert shared_references.worth_sharing(0.05, 1 * mb)
+    assert not shared_references.worth_sharing(0.01, 1)  # below SHARE_ABOVE, however small
+    assert not shared_references.worth_sharing(60.0, 2 * 2**30)  # over LARGEST: the disk is not the run's to fill
+
+
+def test_the_points_digest_covers_every_byte_and_hashes_a_large_array_once_while_it_lives(problem, monkeypatch):
+    """Equal inputs give equal digests, one changed bit or another operator's vectors another; a large array's
+    bytes are hashed once while that very array lives (a cell's reference and check both build its point, and a
+    worker's cells at one size share their arrays: BA's largest hold 3.9 GB), and the memo keeps none alive."""
+    clear_cache()
+    point = ref_module._point(_inputs(problem))
+    assert ref_module._point(_inputs(problem)).digest == point.digest
+    other = ref_module._point(cell_inputs(problem, problem.size("n100"), "jvp", "float64"))
+    assert other.digest != point.digest and other.where == point.where
+    moved = _inputs(problem)
+    moved.wrt[3] = np.nextafter(moved.wrt[3], np.inf)  # one bit of one input
+    assert ref_module._point(moved).digest != point.digest
+    monkeypatch.setattr(ref_module, "DIGEST_KEPT_ABOVE", 0)
+    hashed = []
+    real = ref_module.hashlib.sha256
+    monkeypatch.setattr(ref_module.hashlib, "sha256",
+                        lambda *a: hashed.append(1 if a and a[0].nbytes else 0) or real(*a))  # non-empty data
+    clear_cache()
+    kept = _inputs(problem)
+    ref_module._point(kept)
+    arrays = sum(hashed)  # one sha256 per non-empty array
+    assert arrays >= 2
+    assert ref_module._point(kept).digest == point.digest and sum(hashed) == arrays  # the check's: none again
+    ref_module._point(dataclasses.replace(kept, tangent=None))  # another cell, the same arrays: none again
+    assert sum(hashed) == arrays
+    dropped = weakref.ref(kept.wrt)
+    del kept
+    assert dropped() is None  # the memo held no array
+    ref_module._point(_inputs(problem))  # new arrays, equal bytes: hashed
+    assert sum(hashed) == 2 * arrays
+    clear_cache()

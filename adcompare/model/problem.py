@@ -114,11 +114,10 @@ class Problem:
     def inputs(self, size: Size, dtype: str, seed: int | None = None) -> dict[str, np.ndarray]:
         """The inputs at `size`, seeded (`seed`, default the size's) or read from its file; floating arrays cast to
         `dtype`, others untouched."""
-        if size.source:
-            raw = read_input_file(self, size.source, size.sha256)[1]
-        else:
-            raw = self.generator(np.random.default_rng(size.seed if seed is None else seed), **size.as_dict())
-        return {k: _cast(v, dtype) for k, v in raw.items()}
+        if size.source:  # the file's arrays are cached per process: each caller casts its own copy
+            return {k: _cast(v, dtype) for k, v in read_input_file(self, size.source, size.sha256)[1].items()}
+        raw = self.generator(np.random.default_rng(size.seed if seed is None else seed), **size.as_dict())
+        return {k: _cast(v, dtype, copy=False) for k, v in raw.items()}  # fresh: no copy (BA's largest: 3.9 GB)
 
     def bind(self, xp: ModuleType, constants: Mapping[str, Any]) -> Callable[..., Any]:
         """f(wrt) with constants bound, or f(wrt, example) when the batch argument is left free.
@@ -188,10 +187,10 @@ def _positional_only(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
 
 
-def _cast(value: Any, dtype: str) -> Any:
+def _cast(value: Any, dtype: str, copy: bool = True) -> Any:
     array = np.asarray(value)
     if np.issubdtype(array.dtype, np.floating):
-        return array.astype(dtype)
+        return array.astype(dtype, copy=copy)
     return value
 
 

@@ -203,7 +203,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
         return measurement(status=Status.UNSUPPORTED, message=capability.reason)
     size = problem.size(cell.size)
     began = time.perf_counter()
-    inputs = cell_inputs(problem, size, cell.operator, cell.dtype)
+    inputs = cell_inputs(problem, size, cell.operator, cell.dtype, reuse=True)
     inputs_seconds = time.perf_counter() - began
     began = time.perf_counter()
     gc.collect()

@@ -10,20 +10,36 @@ from adcompare.plugin.adapter import CellInputs
 VECTOR_SEED = 1234
 
 
-def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: int | None = None) -> CellInputs:
+_LAST: list[tuple[Problem, tuple, dict]] = []  # a worker's last inputs, for its next cell at the same size
+
+
+def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: int | None = None, *,
+                reuse: bool = False) -> CellInputs:
     """Same seed, same arrays in every worker and on every machine, so cells are comparable (the size's seed or
-    input file unless `seed` is given)."""
-    values = problem.inputs(size, dtype, seed)
+    input file unless `seed` is given).
+
+    `reuse` (a worker's cells): the arrays of the last call with `reuse` at the same problem, size, dtype and seed
+    are given again instead of built again (BA's largest inputs are 3.9 GB: seconds to build, for every variant
+    and operator of the size); the cells only read them. Any other call drops them first."""
+    wanted = (size, dtype, seed)
+    if reuse and _LAST and _LAST[0][0] is problem and _LAST[0][1] == wanted:
+        values = dict(_LAST[0][2])
+    else:
+        _LAST.clear()  # before building: two sizes' arrays are never held at once
+        values = problem.inputs(size, dtype, seed)
+        if reuse:
+            _LAST.append((problem, wanted, dict(values)))
     wrt = values.pop(problem.wrt)
     op = spec(operator)
     batch = None
     if op.per_example:
         assert problem.batch is not None, f"{operator} is planned only for problems with a batch argument"
         batch = values.pop(problem.batch)
-    rng = np.random.default_rng(VECTOR_SEED)
-    tangent = cotangent = None
-    if op.takes == "tangent":
-        tangent = rng.standard_normal(np.shape(wrt)).astype(dtype)
-    elif op.takes == "cotangent":
-        cotangent = np.asarray(rng.standard_normal(output_shape(problem, size))).astype(dtype)
+    tangent = seeded_vector(np.shape(wrt), dtype) if op.takes == "tangent" else None
+    cotangent = seeded_vector(output_shape(problem, size), dtype) if op.takes == "cotangent" else None
     return CellInputs(wrt=wrt, constants=values, batch=batch, tangent=tangent, cotangent=cotangent)
+
+
+def seeded_vector(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """The tangent (shape of wrt) or cotangent (shape of f(wrt)) every cell of that shape and dtype is given."""
+    return np.asarray(np.random.default_rng(VECTOR_SEED).standard_normal(shape)).astype(dtype)

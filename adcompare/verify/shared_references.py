@@ -21,7 +21,15 @@ from typing import Any
 
 ENV = "ADCOMPARE_REFERENCE_CACHE"
 SHARE_ABOVE = 0.05  # seconds: a cheaper reference is differenced again (reading a file costs about a millisecond)
-LARGEST = 64 * 2**20  # bytes of arrays a shared reference may hold; a larger one stays in its worker
+READ_RATE = 500 * 2**20  # bytes a second: a reference is shared when reading it back at this rate beats computing it
+LARGEST = 2**30  # bytes of arrays one shared file may hold: the run's directory lives on the local disk until its end
+
+
+def worth_sharing(seconds: float, arrays_bytes: int) -> bool:
+    """Whether a reference that took `seconds` and holds `arrays_bytes` is worth a file: BA's largest value
+    reference is 219 MB that NumPy takes 7-11 s to compute in each of eight workers, and reads back in well under
+    a second; a 64 MB gradient differenced in 0.05 s is not worth the round trip."""
+    return seconds >= SHARE_ABOVE and arrays_bytes <= min(LARGEST, READ_RATE * seconds)
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,7 +64,7 @@ def load(key: tuple) -> Any | None:
 def keep(key: tuple, reference: Any, arrays_bytes: int) -> None:
     """Keep `reference` for the run's other workers when it was dear enough and small enough to share."""
     path = _path(key)
-    if path is None or reference.seconds < SHARE_ABOVE or arrays_bytes > LARGEST:
+    if path is None or not worth_sharing(reference.seconds, arrays_bytes):
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
