@@ -3,6 +3,7 @@ and real runs that stop at their budget, record the rest as resumable `skipped`,
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import replace
 
@@ -174,6 +175,7 @@ def test_a_budgeted_run_learns_from_its_cells_and_starts_none_that_would_end_pas
         m = out[c.key]
         assert m.status is Status.SKIPPED and m.details["resumable"], m.message
         assert "corrected by this run's cells" in m.message and "--max-time 2m" in m.message
+        assert re.search(r"estimated at \d[\d.]* (s|ms|µs) .*than the \d[\d.]* (s|ms|µs) left", m.message), m.message
 
 
 def test_a_cell_its_family_shows_dearer_than_its_round_waits_for_a_later_round(registry):

@@ -31,3 +31,8 @@ def test_missing_and_infinite_durations():
 
 def test_the_terminal_the_report_and_the_charts_share_it():
     assert display.seconds is page.seconds is figures.seconds is ratio_grid.seconds is units.seconds
+
+
+def test_a_message_says_whole_seconds_and_never_zero_for_a_fraction():
+    assert units.whole_seconds(2069.6) == "2070 s" and units.whole_seconds(1.0) == "1 s"
+    assert units.whole_seconds(0.31) == "310 ms" and units.whole_seconds(0.0002) == "200 µs"

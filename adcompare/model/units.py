@@ -18,3 +18,9 @@ def seconds(value: float | None, missing: str = "–") -> str:
         if abs(value) >= scale * 0.9995 or unit == "ns":
             return f"{value / scale:.3g} {unit}"
     raise AssertionError("unreachable")
+
+
+def whole_seconds(value: float) -> str:
+    """A duration for a message: whole seconds from 1 s on ("2070 s"), below that as `seconds` ("310 ms", where
+    whole seconds would say "0 s")."""
+    return f"{value:.0f} s" if abs(value) >= 0.9995 else seconds(value)

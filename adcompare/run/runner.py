@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from adcompare.model import units
 from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.measurement import Measurement
 from adcompare.model.observer import RunObserver
@@ -295,8 +296,8 @@ def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: Run
     if left <= 0:
         return left_out(cell, options.budget, "the time budget was spent before this cell started")
     if live is not None and (expected := live.seconds(cell)) > left:
-        return left_out(cell, options.budget, f"estimated at {expected:.0f} s (corrected by this run's cells), "
-                                              f"more than the {left:.0f} s left")
+        return left_out(cell, options.budget, f"estimated at {units.whole_seconds(expected)} (corrected by this run's "
+                                              f"cells), more than the {units.whole_seconds(left)} left")
     return None
 
 
