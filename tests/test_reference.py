@@ -366,3 +366,22 @@ def test_a_large_batchs_value_is_evaluated_in_blocks_and_past_the_budget_on_seed
     assert mixed.method == "exact (value by NumPy at float64)"
     np.testing.assert_array_equal(mixed.value, np.asarray(mixing.bind(np, inputs.constants)(inputs.wrt)))
     ref_module.clear_cache()
+
+
+def test_a_large_batch_is_differenced_block_by_block_to_the_same_jacobians():
+    """50,000 examples: the whole-batch function is evaluated in blocks (rows checked on a probe block of the
+    first and last rows), and every example's Jacobian is the closed form's; where rows mix, the probe sees it."""
+    p, calls = counted_problem(batch_mixing=False, batches=(50_000,))
+    (size,) = p.sizes
+    inputs = cell_inputs(p, size, "vmap_jacfwd", "float64")
+    ref_module.clear_cache()
+    calls[0] = 0
+    r = reference(p, size, "vmap_jacfwd", inputs)
+    assert calls[0] > 5 * 10 and "all from each evaluation of the whole batch" in r.method  # 5 blocks a pass
+    X, w = inputs.batch, inputs.wrt
+    assert scaled_error(r.value, np.cos(X * w)[:, :, None] * np.eye(3) * X[:, :, None]) <= r.error_bound
+    mixing, _ = counted_problem(batch_mixing=True, batches=(50_000,))
+    ref_module.clear_cache()
+    mixed = reference(mixing, size, "vmap_jacfwd", cell_inputs(mixing, size, "vmap_jacfwd", "float64"))
+    assert mixed.value is None and "seeded examples of 50000" in mixed.method
+    ref_module.clear_cache()
