@@ -57,7 +57,7 @@ def model_folder(model: str) -> Path:
     return DATA / f"model_{model}"
 
 
-@functools.lru_cache(maxsize=4)  # the big model takes 0.3 s to parse; callers copy what they change
+@functools.lru_cache(maxsize=4)  # the big model takes 0.3 s to parse; its arrays are read-only
 def read_model(folder: Path) -> dict[str, np.ndarray]:
     """The hand model in `folder`: bones' parents (root −1), base relatives and inverse base absolutes (bones × 4
     × 4, row-major as io.py reshapes them), homogeneous base positions (vertices × 4), skinning weights (vertices ×
@@ -80,8 +80,11 @@ def read_model(folder: Path) -> dict[str, np.ndarray]:
             weights[i, int(atoms[9 + 2 * j])] = float(atoms[10 + 2 * j])
     with _open(folder / "triangles.txt") as f:
         triangles = np.array([[int(v) for v in line.split(":")] for line in f if line.strip()])
-    return {"parents": parents, "base_relatives": transforms[:, 0], "inverse_base_absolutes": transforms[:, 1],
-            "base_positions": positions, "weights": weights, "triangles": triangles}
+    model = {"parents": parents, "base_relatives": transforms[:, 0], "inverse_base_absolutes": transforms[:, 1],
+             "base_positions": positions, "weights": weights, "triangles": triangles}
+    for array in model.values():
+        array.flags.writeable = False  # cached for every caller: a write would change every later cell's model
+    return model
 
 
 def read_hand(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:

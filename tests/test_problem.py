@@ -63,6 +63,8 @@ def test_a_workers_next_cell_at_the_same_size_reuses_its_inputs_and_no_one_else_
     first = cell_inputs(p, small, "value", "float64", reuse=True)
     jvp = cell_inputs(p, small, "jvp", "float64", reuse=True)  # another operator, the same arrays
     assert built[0] == 1 and jvp.wrt is first.wrt and jvp.constants["k"] is first.constants["k"]
+    with pytest.raises(ValueError, match="read-only"):
+        jvp.wrt[0] = 1.0  # the next cells get these very arrays
     assert jvp.tangent is not None and first.tangent is None
     assert cell_inputs(p, small, "value", "float32", reuse=True).wrt.dtype == np.float32 and built[0] == 2
     assert cell_inputs(p, large, "value", "float32", reuse=True).wrt.shape == (8,) and built[0] == 3

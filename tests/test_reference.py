@@ -347,15 +347,17 @@ def test_a_large_batchs_value_is_evaluated_in_blocks_and_past_the_budget_on_seed
     whole = reference(p, size, "value", inputs)
     assert whole.value is not None and "in blocks of 10,000 rows of the batch's 50,000" in whole.method
     np.testing.assert_allclose(whole.value, at_once, rtol=1e-15, atol=0)
+    assert ref_module._block_edges(45_000) == [0, 10_000, 20_000, 30_000, 45_000]  # no block of a few rows
+    assert ref_module._block_edges(40_000) == [0, 10_000, 20_000, 40_000]
     ref_module.clear_cache()
     rows = reference(p, size, "value", inputs, budget=1e-12)
-    assert rows.value is None and "exact on 10,000 rows of 50,000, 1 seeded block of 10,000" in rows.method
+    assert rows.value is None and "exact on 20,000 rows of 50,000, 2 seeded blocks of 10,000" in rows.method
     (d,) = rows.directional
-    assert d.rows is not None and len(set(d.rows.tolist())) == 10_000
+    assert d.rows is not None and len(set(d.rows.tolist())) == 20_000
     np.testing.assert_allclose(d.expected, at_once[d.rows], rtol=1e-15, atol=0)
     assert scaled_error(d.apply(at_once), d.expected) <= 1e-15
     wrong = at_once.copy()
-    wrong[d.rows[5000], 1] += 1.0
+    wrong[d.rows[15_000], 1] += 1.0
     assert scaled_error(d.apply(wrong), d.expected) > 0.1
     with pytest.raises(ValueError, match="no row"):
         d.apply(at_once[:100])
@@ -377,7 +379,7 @@ def test_a_large_batch_is_differenced_block_by_block_to_the_same_jacobians():
     ref_module.clear_cache()
     calls[0] = 0
     r = reference(p, size, "vmap_jacfwd", inputs)
-    assert calls[0] > 5 * 10 and "all from each evaluation of the whole batch" in r.method  # 5 blocks a pass
+    assert calls[0] >= 4 * 8 and "all from each evaluation of the whole batch" in r.method  # 4 blocks a pass
     X, w = inputs.batch, inputs.wrt
     assert scaled_error(r.value, np.cos(X * w)[:, :, None] * np.eye(3) * X[:, :, None]) <= r.error_bound
     mixing, _ = counted_problem(batch_mixing=True, batches=(50_000,))

@@ -124,7 +124,7 @@ def test_the_points_digest_covers_every_byte_and_hashes_a_large_array_once_while
     monkeypatch.setattr(ref_module.hashlib, "sha256",
                         lambda *a: hashed.append(1 if a and a[0].nbytes else 0) or real(*a))  # non-empty data
     clear_cache()
-    kept = _inputs(problem)
+    kept = cell_inputs(problem, problem.size("n100"), "grad", "float64", reuse=True)  # a worker's: read-only
     ref_module._point(kept)
     arrays = sum(hashed)  # one sha256 per non-empty array
     assert arrays >= 2
@@ -133,7 +133,24 @@ def test_the_points_digest_covers_every_byte_and_hashes_a_large_array_once_while
     assert sum(hashed) == arrays
     dropped = weakref.ref(kept.wrt)
     del kept
+    cell_inputs(problem, problem.size("n100"), "grad", "float64")  # drops the worker's kept inputs
     assert dropped() is None  # the memo held no array
     ref_module._point(_inputs(problem))  # new arrays, equal bytes: hashed
     assert sum(hashed) == 2 * arrays
+    writable = _inputs(problem)
+    before = ref_module._point(writable).digest
+    writable.wrt[0] += 1.0  # a writable array may change in place: never memoised
+    assert ref_module._point(writable).digest != before
+    clear_cache()
+
+
+def test_a_runs_shared_files_stop_at_their_total(problem, tmp_path, monkeypatch):
+    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
+    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
+    clear_cache()
+    reference(problem, "n100", "grad", _inputs(problem))
+    assert len(list(tmp_path.glob("*.pickle"))) == 1
+    monkeypatch.setattr(shared_references, "RUN_TOTAL", sum(f.stat().st_size for f in tmp_path.glob("*.pickle")))
+    reference(problem, "n100", "grad", _inputs(problem, "float32"))  # would pass the run's total: not kept
+    assert len(list(tmp_path.glob("*.pickle"))) == 1
     clear_cache()

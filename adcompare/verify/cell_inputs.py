@@ -20,7 +20,7 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
 
     `reuse` (a worker's cells): the arrays of the last call with `reuse` at the same problem, size, dtype and seed
     are given again instead of built again (BA's largest inputs are 3.9 GB: seconds to build, for every variant
-    and operator of the size); the cells only read them. Any other call drops them first."""
+    and operator of the size), read-only. Any other call drops them first."""
     wanted = (size, dtype, seed)
     if reuse and _LAST and _LAST[0][0] is problem and _LAST[0][1] == wanted:
         values = dict(_LAST[0][2])
@@ -28,6 +28,9 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
         _LAST.clear()  # before building: two sizes' arrays are never held at once
         values = problem.inputs(size, dtype, seed)
         if reuse:
+            for value in values.values():
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False  # the next cells get these very arrays: none may change them
             _LAST.append((problem, wanted, dict(values)))
     wrt = values.pop(problem.wrt)
     op = spec(operator)

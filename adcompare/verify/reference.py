@@ -32,7 +32,7 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   problem declares (it only widens the tolerance; it never replaces the reference).
 - Per-example and data-parallel operators: every example's derivative from evaluations of the whole batch,
   f(w, batch), whose row i is f(w, bᵢ) (checked at the point and nearby for the first, last and seeded rows;
-  a large batch is evaluated, and checked, in blocks of rows):
+  a large batch is evaluated in blocks of rows, and checked on one block of such rows):
   differencing it along v gives every Jᵢ·v at once, the same numbers as differencing each example (the step
   depends on w and v only), at the price of a few NumPy evaluations instead of one Python call per example.
   Where the batch is not evaluated that way (a problem that mixes examples), a seeded subset of examples is
@@ -56,6 +56,7 @@ import dataclasses
 import functools
 import hashlib
 import math
+import pickle
 import time
 import weakref
 from dataclasses import dataclass
@@ -181,8 +182,14 @@ class _Point:
         fn, b = problem.bind(np, self.constants), self.examples_batch
         if len(b) < 4 * BATCH_BLOCK:
             return lambda w: fn(w, b)
-        return lambda w: np.concatenate([np.asarray(fn(w, b[a:a + BATCH_BLOCK]))
-                                         for a in range(0, len(b), BATCH_BLOCK)])
+        edges = _block_edges(len(b))
+        return lambda w: np.concatenate([np.asarray(fn(w, b[a:z])) for a, z in zip(edges, edges[1:])])
+
+
+def _block_edges(count: int) -> list[int]:
+    """Where a large batch's blocks start, and its end: blocks of BATCH_BLOCK rows, the last one up to twice
+    that (never a block of a few rows)."""
+    return [*range(0, count - BATCH_BLOCK, BATCH_BLOCK), count]
 
 
 def _float64(value: Any) -> Any:
@@ -195,10 +202,12 @@ DIGEST_KEPT_ABOVE = 2**20  # bytes: a smaller array is hashed again, about as fa
 
 
 def _bytes_digest(array: np.ndarray) -> str:
-    """sha256 of a contiguous array's bytes (SHA-NI: 1.6× blake2b's speed here); a large array's once while it
-    lives: a cell's reference and its check both build its point, and a worker's consecutive cells at one size
-    share their input arrays (cell_inputs' `reuse`). BA's largest inputs hold 3.9 GB, 6 s of hashing."""
-    large = array.nbytes > DIGEST_KEPT_ABOVE
+    """sha256 of a contiguous array's bytes (SHA-NI: 1.6× blake2b's here); a large read-only array's once while it
+    lives: a cell's reference and check both build its point, and a worker's cells at one size share their
+    read-only inputs (cell_inputs' `reuse`). BA's largest hold 3.9 GB, 6 s of hashing."""
+    if array.dtype.hasobject:  # references, not values: the objects' pickle
+        return hashlib.sha256(pickle.dumps(array.tolist())).hexdigest()
+    large = array.nbytes > DIGEST_KEPT_ABOVE and not array.flags.writeable  # a writable one may change in place
     kept = _BYTES_DIGESTS.get(id(array)) if large else None
     if kept is not None and kept[0]() is array:
         return kept[1]
@@ -295,10 +304,16 @@ def _batched(problem: Problem, pt: _Point) -> tuple[Function | None, str]:
 
 
 def _probe(pt: _Point, batch: np.ndarray) -> _Point:
-    """The point with `batch` as its batch, or with one block of it where it is large (its first and last
-    half-blocks): whether rows mix shows in any rows, and a large batch is evaluated block by block anyway."""
-    if len(batch) >= 4 * BATCH_BLOCK:
-        batch = np.concatenate([batch[:BATCH_BLOCK // 2], batch[-(BATCH_BLOCK // 2):]])
+    """The point with `batch` as its batch, or, where it is large, with one block of its rows: the first and last
+    2,500 and 5,000 seeded ones between. A batch mean or norm shows in any rows; a statistic of a few rows
+    (a maximum over the batch) shows only where the probe holds them, which a problem's contract rules out
+    anyway (docs/problems.md: row i of f(w, batch) is f(w, bᵢ)), and a large batch is evaluated in blocks."""
+    count = len(batch)
+    if count >= 4 * BATCH_BLOCK:
+        ends = BATCH_BLOCK // 4
+        between = np.random.default_rng([DIRECTION_SEED, 9]).choice(np.arange(ends, count - ends), 2 * ends,
+                                                                     replace=False)
+        batch = batch[np.concatenate([np.arange(ends), np.sort(between), np.arange(count - ends, count)])]
     return dataclasses.replace(pt, batch=batch)
 
 
@@ -377,15 +392,21 @@ def _value_rows(problem: Problem, pt: _Point, budget: float) -> Reference | None
         with np.errstate(all="ignore"):
             return np.asarray(fn(pt.x, batch[a:a + BATCH_BLOCK]), dtype=np.float64)
 
-    began = time.perf_counter()
-    first = block(int(starts[0]))
-    whole = (time.perf_counter() - began) * count / BATCH_BLOCK
+    seconds, done = [], {}
+    for a in starts[:2]:  # the faster of two blocks prices them all: the first may find the caches cold
+        began = time.perf_counter()
+        done[int(a)] = block(int(a))
+        seconds.append(time.perf_counter() - began)
+    whole = min(seconds) * count / BATCH_BLOCK
     if whole <= budget:
-        value = np.concatenate([first if a == starts[0] else block(a) for a in range(0, count, BATCH_BLOCK)])
+        edges = _block_edges(count)
+        with np.errstate(all="ignore"):
+            value = np.concatenate([np.asarray(fn(pt.x, batch[a:z]), dtype=np.float64)
+                                    for a, z in zip(edges, edges[1:])])
         return Reference(value, f"exact (value by NumPy at float64, in blocks of {BATCH_BLOCK:,} rows of the "
                                 f"batch's {count:,}: its rows are the examples' own)", 0.0, cost=whole)
-    chosen = np.sort(starts[:max(1, int(len(starts) * budget / whole))])
-    parts = [first if a == starts[0] else block(int(a)) for a in chosen]
+    chosen = np.sort(starts[:max(2, int(len(starts) * budget / whole))])
+    parts = [done[int(a)] if int(a) in done else block(int(a)) for a in chosen]
     rows = (chosen[:, None] + np.arange(BATCH_BLOCK)).ravel()
     blocks = f"{len(chosen)} seeded block{'s' * (len(chosen) > 1)}"
     return Reference(None, f"exact on {len(rows):,} rows of {count:,}, {blocks} of {BATCH_BLOCK:,} (value by NumPy "

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import os
 import pickle
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from typing import Any
 ENV = "ADCOMPARE_REFERENCE_CACHE"
 SHARE_ABOVE = 0.05  # seconds: a cheaper reference is differenced again (reading a file costs about a millisecond)
 READ_RATE = 500 * 2**20  # bytes a second: a reference is shared when reading it back at this rate beats computing it
-LARGEST = 2**30  # bytes of arrays one shared file may hold: the run's directory lives on the local disk until its end
+LARGEST = 2**30  # bytes of arrays one shared file may hold
+RUN_TOTAL = 4 * 2**30  # bytes all of a run's shared files may hold: its directory lives until the run ends
 
 
 def worth_sharing(seconds: float, arrays_bytes: int) -> bool:
@@ -68,6 +70,9 @@ def keep(key: tuple, reference: Any, arrays_bytes: int) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        held = sum(f.stat().st_size for f in path.parent.glob("*.pickle"))
+        if held + arrays_bytes > RUN_TOTAL or shutil.disk_usage(path.parent).free < 4 * arrays_bytes:
+            return  # the run's files or the disk (or tmpfs: memory) are full enough: the next worker recomputes
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             pickle.dump(reference, f, protocol=pickle.HIGHEST_PROTOCOL)
