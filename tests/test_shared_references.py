@@ -28,16 +28,24 @@ def _inputs(problem, dtype="float64"):
     return cell_inputs(problem, problem.size("n100"), "grad", dtype)
 
 
+@pytest.fixture
+def sharing(tmp_path, monkeypatch):
+    """A run's shared directory, every reference worth a file whatever this machine's speed."""
+    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
+    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
+    clear_cache()
+    yield tmp_path
+    clear_cache()
+
+
 def _no_differencing(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("differenced again, not read from the run's shared reference")
     monkeypatch.setattr(ref_module, "_compute", refuse)
 
 
-def test_a_reference_differenced_once_is_read_by_the_next_worker(problem, tmp_path, monkeypatch):
-    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
-    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)  # whatever this machine's speed
-    clear_cache()
+def test_a_reference_differenced_once_is_read_by_the_next_worker(problem, sharing, monkeypatch):
+    tmp_path = sharing
     first = reference(problem, "n100", "grad", _inputs(problem))
     assert not first.shared and len(list(tmp_path.glob("*.pickle"))) == 1
     clear_cache()  # as in a fresh worker
@@ -62,10 +70,8 @@ def test_other_keys_and_no_directory_are_differenced(problem, tmp_path, monkeypa
     clear_cache()
 
 
-def test_a_half_written_file_is_differenced_again(problem, tmp_path, monkeypatch):
-    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
-    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
-    clear_cache()
+def test_a_half_written_file_is_differenced_again(problem, sharing):
+    tmp_path = sharing
     reference(problem, "n100", "grad", _inputs(problem))
     (kept,) = tmp_path.glob("*.pickle")
     kept.write_bytes(kept.read_bytes()[:20])
@@ -144,10 +150,8 @@ def test_the_points_digest_covers_every_byte_and_hashes_a_large_array_once_while
     clear_cache()
 
 
-def test_a_runs_shared_files_stop_at_their_total(problem, tmp_path, monkeypatch):
-    monkeypatch.setenv(shared_references.ENV, str(tmp_path))
-    monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
-    clear_cache()
+def test_a_runs_shared_files_stop_at_their_total(problem, sharing, monkeypatch):
+    tmp_path = sharing
     reference(problem, "n100", "grad", _inputs(problem))
     assert len(list(tmp_path.glob("*.pickle"))) == 1
     monkeypatch.setattr(shared_references, "RUN_TOTAL", sum(f.stat().st_size for f in tmp_path.glob("*.pickle")))
