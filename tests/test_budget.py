@@ -102,22 +102,30 @@ def _cell(operator: str, size: str, device: str = "cpu", adapter: str = "autogra
 
 def test_the_live_estimate_corrects_a_family_from_its_smaller_size_and_a_device_from_its_cells():
     """A finished cell's wall ÷ its modelled seconds corrects its family's larger sizes; a family with nothing run
-    yet takes the median ratio of its adapter's cells on the same device (a GPU's from GPU cells only); a cell
-    measured on this machine before keeps its measured seconds."""
+    yet takes the median ratio of its adapter's cells on the same device once three have run (a GPU's from GPU
+    cells only); a cell measured on this machine before keeps its measured seconds."""
     small, large = _cell("grad", "n10"), _cell("grad", "n100")
     other, measured = _cell("value", "n10"), _cell("jvp", "n10")
     gpu = _cell("value", "n10", device="cuda")
-    est = Estimate({c.key: s for c, s in ((small, 0.1), (large, 1.0), (other, 0.2), (measured, 5.0), (gpu, 0.2))},
+    cpu_more = [replace(_cell(operator, "n10"), variant="compiled") for operator in ("hvp", "jacfwd")]
+    gpu_more = [replace(_cell(operator, "n10", device="cuda"), variant="compiled")
+                for operator in ("value", "hvp", "jacfwd")]
+    est = Estimate({c.key: s for c, s in ((small, 0.1), (large, 1.0), (other, 0.2), (measured, 5.0), (gpu, 0.2),
+                                          *((c, 0.1) for c in cpu_more), *((c, 0.2) for c in gpu_more))},
                    {}, frozenset({measured.key}))
     live = LiveEstimate(est)
     assert live.seconds(large) == 1.0
     live.learn(small, 3.0)  # 30× the model
     assert live.seconds(large) == pytest.approx(30.0)
-    assert live.seconds(other) == pytest.approx(6.0)  # no value cell run yet: the adapter's ratio on the CPU
+    assert live.seconds(other) == 0.2  # one cell does not speak for its adapter's other families …
+    for c, wall in zip(cpu_more, (0.2, 0.1)):  # … three do: the median of their ratios 30, 2 and 1
+        live.learn(c, wall)
+    assert live.seconds(other) == pytest.approx(0.4)  # no value cell run yet: the adapter's ratio on the CPU
     assert live.seconds(gpu) == 0.2 and live.seconds(measured) == 5.0
-    live.learn(gpu, 0.02)  # a tenth of the model on the GPU leaves the CPU's corrections alone
-    assert live.seconds(_cell("value", "n10", device="cuda")) == pytest.approx(0.02)
-    assert live.seconds(other) == pytest.approx(6.0)
+    for c in gpu_more:  # a tenth of the model on the GPU leaves the CPU's corrections alone
+        live.learn(c, 0.02)
+    assert live.seconds(gpu) == pytest.approx(0.02)
+    assert live.seconds(other) == pytest.approx(0.4)
 
 
 def test_a_history_is_corrected_by_its_familys_cell_run_again():

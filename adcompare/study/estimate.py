@@ -57,6 +57,7 @@ EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, 
 DEFAULT_OPERATIONS = 6
 SHARED_REFERENCE = {"jacfwd": "jacobian", "jacrev": "jacobian", "vmap_jacfwd": "per-example jacobian",
                     "vmap_jacrev": "per-example jacobian"}
+KIND_SAMPLES = 3  # cells of an adapter on a device whose median ratio corrects its families not yet run
 SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
 DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
@@ -224,7 +225,10 @@ class LiveEstimate:
     """An estimate corrected while a run goes (`run --max-time`): each finished cell's wall time against its
     modelled seconds gives a ratio that corrects its family's larger sizes (the model's scaling kept, its constant
     measured), and cells of no family measured yet take the median ratio of the cells run on the same device by
-    the same adapter — so a GPU's cells are estimated from GPU cells, whatever the CPU-fitted priors said. Cells
+    the same adapter once KIND_SAMPLES of them have run — so a GPU's cells are estimated from GPU cells, whatever
+    the CPU-fitted priors said, and no single cell speaks for every family (on an H100, JAX's first cell, a
+    per-example BA Jacobian whose first eager call compiled for 8 s, ran at 31× its model, and that one ratio put
+    all 471 other JAX cells behind every torch cell of an 8-minute budget, and none of them ran). Cells
     measured on this machine before (history) keep their measured seconds until a cell of their family measured
     before runs again: its wall time against its history corrects them (a history written by older code, or a
     timeout's lower bound, can be far off: the per-example BA cells that timed out at 60 s before issue 39 took
@@ -243,7 +247,7 @@ class LiveEstimate:
         if cell.key in self.base.measured:
             return base * self._against_history.get(cell.family, 1.0)
         ratio = self._family.get(cell.family)
-        if ratio is None and (kind := self._kind.get((cell.device, cell.adapter))):
+        if ratio is None and len(kind := self._kind.get((cell.device, cell.adapter), ())) >= KIND_SAMPLES:
             ratio = sorted(kind)[len(kind) // 2]
         return base * ratio if ratio is not None else base
 
