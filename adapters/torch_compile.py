@@ -21,9 +21,10 @@ COMPILE_METHOD = "first call minus steady state"  # torch.compile compiles lazil
 
 
 def _traced_exception(exc: BaseException) -> str:
-    """The text of the exceptions behind a Dynamo error: an exception raised in traced code reaches the caller as
-    Dynamo's `Unsupported("Observed exception")`, caused by an Observed…Error whose message holds the original."""
-    texts: list[str] = []
+    """The text of a Dynamo error and the exceptions behind it: an exception raised in traced code reaches the
+    caller as Dynamo's `Unsupported("Observed exception")`, caused by an Observed…Error whose message holds the
+    original (torch 2.13); torch 2.11 names the original's message only in the Unsupported's own debug context."""
+    texts: list[str] = [str(exc)]
     seen = exc.__cause__ or exc.__context__
     while seen is not None and len(texts) < 10:
         texts.append(str(seen))

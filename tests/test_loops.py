@@ -10,6 +10,7 @@ import pytest
 import adcompare
 from adcompare import fold
 from adcompare.model import control_flow, loops
+from adcompare.model.namespace_table import NamespaceTable
 from adcompare.plugin import registry as plugins
 
 
@@ -50,6 +51,18 @@ def _lstm_jit_text(c: int) -> str:
     inputs = cell_inputs(problem, problem.size(f"l1-c{c}-b14"), "value", "float32")
     f = problem.bind(staged_namespace(), inputs.constants)
     return jax.jit(jax.grad(f)).lower(inputs.wrt).as_text()
+
+
+def test_a_namespace_finds_its_own_registration_and_the_latest_wins():
+    """Lookups compare namespaces with `is`, not by id(): torch 2.11's Dynamo cannot trace id() of a module, and
+    GradBench's ode broke its graph under torch.compile there (an H100's torch 2.11; 2.13 traced it)."""
+    table: NamespaceTable[str] = NamespaceTable()
+    ns, twin = types.ModuleType("ns"), types.ModuleType("ns")
+    table.register(ns, "first")
+    table.register(ns, "second")
+    assert table.get(ns) == "second" and table.get(twin) is None
+    table.register(twin, "twin's")
+    assert (table.get(ns), table.get(twin)) == ("second", "twin's")
 
 
 def test_jax_compiles_lstm_as_one_loop_whatever_its_length():

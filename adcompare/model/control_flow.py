@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adcompare.model.errors import CellFailure, UsageError
+from adcompare.model.namespace_table import NamespaceTable
 
 State = tuple[Any, ...]
 Cond = Callable[[State], Any]
@@ -37,21 +38,16 @@ NativeWhile = Callable[[Cond, Body, State, int], Any]
 # A native branch: (pred, true_fn, false_fn, operands) → the chosen branch's result, or NotImplemented.
 NativeCond = Callable[[Any, Callable[..., Any], Callable[..., Any], tuple[Any, ...]], Any]
 
-_WHILE: dict[int, tuple[object, NativeWhile]] = {}  # id(namespace) → (namespace, its loop)
-_COND: dict[int, tuple[object, NativeCond]] = {}
+_WHILE: NamespaceTable[NativeWhile] = NamespaceTable()
+_COND: NamespaceTable[NativeCond] = NamespaceTable()
 
 
 def register(namespace: object, *, while_loop: NativeWhile | None = None, cond: NativeCond | None = None) -> None:
     """An adapter's structured control flow for problems run with `namespace` as `xp`."""
     if while_loop is not None:
-        _WHILE[id(namespace)] = (namespace, while_loop)
+        _WHILE.register(namespace, while_loop)
     if cond is not None:
-        _COND[id(namespace)] = (namespace, cond)
-
-
-def _native(table: dict[int, tuple[object, Any]], xp: Any) -> Any:
-    entry = table.get(id(xp))
-    return entry[1] if entry is not None and entry[0] is xp else None
+        _COND.register(namespace, cond)
 
 
 def exhausted_message(max_trips: int) -> str:
@@ -67,7 +63,7 @@ def while_loop(cond: Cond, body: Body, state: State, *, xp: Any, max_trips: int)
     if isinstance(max_trips, bool) or not isinstance(max_trips, int) or max_trips < 1:
         raise UsageError(f"adcompare.while_loop: max_trips must be a positive int, not {max_trips!r}")
     state = tuple(state)
-    native = _native(_WHILE, xp)
+    native = _WHILE.get(xp)
     if native is not None:
         result = native(cond, body, state, max_trips)
         if result is not NotImplemented:
@@ -97,7 +93,7 @@ def flagged(state: State, exhausted: Any, xp: Any) -> State:
 def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any, xp: Any) -> Any:
     """`true_fn(*operands)` if `pred` (a scalar bool array) holds, else `false_fn(*operands)`; both branches return
     arrays of the same shapes and dtypes."""
-    native = _native(_COND, xp)
+    native = _COND.get(xp)
     if native is not None:
         result = native(pred, true_fn, false_fn, operands)
         if result is not NotImplemented:

@@ -16,23 +16,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from adcompare.model.namespace_table import NamespaceTable
+
 Step = Callable[[Any, tuple[Any, ...]], Any]
 NativeFold = Callable[[Step, Any, tuple[Any, ...]], Any]  # may return NotImplemented: then the Python loop runs
 
-_NATIVE: dict[int, tuple[object, NativeFold]] = {}  # id(namespace) → (namespace, its loop)
+_NATIVE: NamespaceTable[NativeFold] = NamespaceTable()
 
 
 def register(namespace: object, native: NativeFold) -> None:
     """An adapter's loop for problems run with `namespace` as `xp`."""
-    _NATIVE[id(namespace)] = (namespace, native)
+    _NATIVE.register(namespace, native)
 
 
 def fold(step: Step, carry: Any, xs: Sequence[Any], *, xp: Any) -> Any:
     """Run `step` over the leading axis of the arrays `xs` (equal lengths), threading `carry`; the final carry."""
     xs = tuple(xs)
-    entry = _NATIVE.get(id(xp))
-    if entry is not None and entry[0] is xp:
-        result = entry[1](step, carry, xs)
+    native = _NATIVE.get(xp)
+    if native is not None:
+        result = native(step, carry, xs)
         if result is not NotImplemented:
             return result
     for t in range(xs[0].shape[0]):

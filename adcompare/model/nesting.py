@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from adcompare.model.errors import UsageError
+from adcompare.model.namespace_table import NamespaceTable
 
 MODES = ("forward", "reverse")
 ROLES = ("outer", "inner")
@@ -44,18 +45,17 @@ OPERATOR_PREFIX = "nested_"
 Scalar = Callable[[Any], Any]
 Derivative = Callable[[Scalar, Any, str], Any]  # (f, x, mode in MODES) → ∇f(x)
 
-_NATIVE: dict[int, tuple[object, Derivative]] = {}  # id(namespace) → (namespace, its derivative)
+_NATIVE: NamespaceTable[Derivative] = NamespaceTable()
 _ORDER: contextvars.ContextVar[str] = contextvars.ContextVar("adcompare_nesting_order", default=DEFAULT_ORDER)
 
 
 def register(namespace: object, derivative: Derivative) -> None:
     """An adapter's derivative for problems run with `namespace` as `xp`."""
-    _NATIVE[id(namespace)] = (namespace, derivative)
+    _NATIVE.register(namespace, derivative)
 
 
 def registered(namespace: object) -> bool:
-    entry = _NATIVE.get(id(namespace))
-    return entry is not None and entry[0] is namespace
+    return _NATIVE.get(namespace) is not None
 
 
 def operator_order(operator: str) -> str | None:
@@ -98,9 +98,9 @@ def under(order: str, f: Callable[..., Any]) -> Callable[..., Any]:
 def grad(f: Scalar, x: Any, *, xp: Any, mode: str = "reverse") -> Any:
     """∇f(x) of a scalar function f, taken inside a problem; see the module docstring for `mode`."""
     resolved = mode_of(mode)
-    entry = _NATIVE.get(id(xp))
-    if entry is not None and entry[0] is xp:
-        return entry[1](f, x, resolved)
+    native = _NATIVE.get(xp)
+    if native is not None:
+        return native(f, x, resolved)
     return central_differences(f, x, xp=xp)
 
 

@@ -285,6 +285,21 @@ def test_graph_break_fails_the_compiled_cell(adapter):
         run(adapter, prob, "grad", "compiled", "float32")
 
 
+def test_a_refusal_is_read_from_dynamos_error_itself_or_what_caused_it():
+    """adcompare.while_loop's refusal raised in traced code: torch 2.13 chains its message behind Dynamo's
+    "Observed exception"; torch 2.11 names it only in the error's own debug context, and the refusal was reported
+    as a graph break (the conformance suite's compiled control flow, reproduced with torch 2.11 on the CPU)."""
+    from adcompare.adapters.torch_compile import _traced_exception
+
+    refused = torch_namespace.WHILE_LOOP_REFUSED
+    torch_2_11 = RuntimeError(f"Observed exception\n  Developer debug context: raised exception "
+                              f"UnsupportedOperation((ConstantVariable(str: '{refused} under torch.func'),))")
+    torch_2_11.__cause__ = RuntimeError("raised exception UserDefinedExceptionObjectVariable(UnsupportedOperation)")
+    torch_2_13 = RuntimeError("Observed exception")
+    torch_2_13.__cause__ = RuntimeError(f"raised exception UnsupportedOperation('{refused} under torch.func')")
+    assert refused in _traced_exception(torch_2_11) and refused in _traced_exception(torch_2_13)
+
+
 def test_a_failed_compile_costs_one_cell_not_the_worker():
     """torch.compile's failure on rbf_kernel_map's per-example Jacobian broke every later cell of its worker in the
     full suite (eager too); the worker now restarts after a failed torch cell."""
