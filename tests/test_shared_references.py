@@ -158,3 +158,20 @@ def test_a_runs_shared_files_stop_at_their_total(problem, sharing, monkeypatch):
     reference(problem, "n100", "grad", _inputs(problem, "float32"))  # would pass the run's total: not kept
     assert len(list(tmp_path.glob("*.pickle"))) == 1
     clear_cache()
+
+
+@pytest.mark.parametrize("first,second", [("jacfwd", "jacrev"), ("vmap_jacrev", "vmap_jacfwd")])
+def test_a_jacobian_pair_reads_one_reference_whichever_worker_differenced_it(registry, sharing, monkeypatch, first,
+                                                                             second):
+    """A size's jacfwd and jacrev are checked against one Jacobian, as are vmap_jacfwd and vmap_jacrev: a --max-time
+    run's rounds often put the two in different workers, and each differenced its own (1-2 s apiece for BA's
+    per-example cells on an H100)."""
+    problem = registry.problems["linear_layer"]
+    size = problem.size("n5-p8-o2")
+    before = reference(problem, size, first, cell_inputs(problem, size, first, "float64"))
+    clear_cache()  # as in a fresh worker
+    _no_differencing(monkeypatch)
+    after = reference(problem, size, second, cell_inputs(problem, size, second, "float64"))
+    assert after.shared and after.method == before.method
+    np.testing.assert_array_equal(after.value, before.value)
+    clear_cache()

@@ -27,7 +27,7 @@ from adcompare.model.support import Support
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.registry import Registry
 from adcompare.store.results import Results
-from adcompare.verify.reference import FULL_REFERENCE_BUDGET
+from adcompare.verify.reference import FULL_REFERENCE_BUDGET, SHARED_REFERENCE
 
 # Worker start-up (interpreter, adcompare, the framework import and setup), seconds.
 STARTUP = {"tensorflow": 7.0, "torch": 3.0, "jax": 2.0, "autograd": 1.0}
@@ -55,8 +55,6 @@ SLOW_COMPILE = 2.0  # an adapter's slow variant (torch.compile): seconds per cel
 SLOW_COLD_START = 12.0  # … and once per worker for the compiler's own first use (torch.compile: 11.7–14 s measured)
 EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
 DEFAULT_OPERATIONS = 6
-SHARED_REFERENCE = {"jacfwd": "jacobian", "jacrev": "jacobian", "vmap_jacfwd": "per-example jacobian",
-                    "vmap_jacrev": "per-example jacobian"}
 KIND_SAMPLES = 3  # cells of an adapter on a device whose median ratio corrects its families not yet run
 SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
 DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
@@ -188,7 +186,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     warm: set[tuple] = set()  # worker groups whose slow compiler has already started
     shapes: dict[tuple[str, str], Shapes] = {}  # a size's label is looked up once, not once per cell
     for c in cells:
-        # jacfwd and jacrev check against one Jacobian (reference.py caches it), as do the per-example pair.
+        # jacfwd and jacrev check against one Jacobian (reference.py caches and shares it), as do the per-example pair.
         shared = SHARED_REFERENCE.get(c.operator, c.operator)
         group = c.worker_group
         key, ref_key = c.key, (*group, c.problem, c.size, shared)  # the reference is cached per worker

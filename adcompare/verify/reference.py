@@ -636,6 +636,19 @@ def _newton_direction(problem: Problem, pt: _Point, budget: float) -> Reference:
 _CACHE: dict[tuple, Reference] = {}
 _SHARED: dict[tuple, Any] = {}  # intermediate results shared between operators (full Jacobians)
 _CACHE_LIMIT = 256
+# Operators whose cells are checked against one reference (the same Jacobian, or the same directions): a cell of
+# either reads the other's from this worker's cache or the run's shared files. A --max-time run's rounds often put
+# a size's jacfwd and jacrev in different workers: each differenced its own (an H100's per-example BA cells, 1-2 s
+# of reference apiece).
+SHARED_REFERENCE = {"jacfwd": "jacobian", "jacrev": "jacobian", "vmap_jacfwd": "per-example jacobian",
+                    "vmap_jacrev": "per-example jacobian"}
+
+
+def _reference_name(problem: Problem, operator: str) -> str:
+    """What `operator`'s reference is cached under: its pair's shared name, unless the problem declares a closed
+    form for the operator itself."""
+    shared = SHARED_REFERENCE.get(operator)
+    return operator if shared is None or operator in dict(problem.analytic) else shared
 
 
 def reference(problem: Problem, size: Size | str, operator: str, inputs: CellInputs, *,
@@ -649,11 +662,12 @@ def reference(problem: Problem, size: Size | str, operator: str, inputs: CellInp
     label = size.label if isinstance(size, Size) else str(size)
     pt = _point(inputs)
     dtype = str(np.asarray(inputs.wrt).dtype)
-    key = (problem, label, operator, dtype, pt.digest, budget)
+    name = _reference_name(problem, operator)
+    key = (problem, label, name, dtype, pt.digest, budget)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    run_key = (problem.name, label, operator, dtype, pt.digest, budget)
+    run_key = (problem.name, label, name, dtype, pt.digest, budget)
     ref = shared_references.load(run_key)
     if ref is not None:
         ref = dataclasses.replace(ref, shared=True)
