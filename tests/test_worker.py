@@ -179,7 +179,8 @@ def test_slow_calls_are_timed_from_what_the_timeout_affords_and_a_timeout_keeps_
     got = {m.cell.size: m for m in runner.run(fault_registry, Plan(tuple(cells), ()), options)}
     deadline, kept = got["n3"], got["n4"]
     # A cell its timeout stopped skips its family's larger sizes, as a timeout does: each would spend its timeout.
-    assert got["n5"].status is Status.SKIPPED and "the smaller size n4 timed out" in got["n5"].message
+    assert got["n5"].status is Status.SKIPPED and "the smaller size n4 reached its timeout (1 call measured)" in \
+        got["n5"].message  # not 'timed out': n4 is measured (it said so of ADBench's lstm l2 grad, ok in 39 s)
     (bound,) = runner.run(fault_registry, Plan((cells[2],), ()), options)
     assert deadline.status is Status.OK and deadline.timing.stopped == "deadline", deadline.message
     t = deadline.timing

@@ -286,10 +286,10 @@ def _run_one(worker: WorkerProcess, cell: Cell, options: RunOptions) -> tuple[Me
 
 def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: RunOptions,
               live: LiveEstimate | None = None) -> Measurement | None:
-    """The record of a cell that does not run: a smaller size of its family timed out, the budget is spent, or
-    its estimate (corrected by this run's cells) would end past the deadline."""
+    """The record of a cell that does not run: a smaller size of its family timed out or reached its timeout, the
+    budget is spent, or its estimate (corrected by this run's cells) would end past the deadline."""
     if cell.family in timed_out:
-        return Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]} timed out")
+        return Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]}")
     if options.deadline is None:
         return None
     left = options.deadline - time.monotonic()
@@ -317,8 +317,11 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
         started_here = {"worker_start_seconds": round(worker.info.startup_seconds, 4)}
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))
-    if m.status is Status.TIMEOUT or (m.timing is not None and m.timing.stopped in (CELL_TIMEOUT, FIRST_CALL_ONLY)):
-        timed_out[m.cell.family] = m.cell.size
+    if m.status is Status.TIMEOUT:
+        timed_out[m.cell.family] = f"{m.cell.size} timed out"
+    elif m.timing is not None and m.timing.stopped in (CELL_TIMEOUT, FIRST_CALL_ONLY):
+        calls = len(m.timing.samples)  # measured, but a larger size would spend its whole timeout
+        timed_out[m.cell.family] = f"{m.cell.size} reached its timeout ({calls} call{'s' * (calls != 1)} measured)"
     if live is not None:
         live.learn(m.cell, max(wall, 0.0))
     return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4), **started_here})
