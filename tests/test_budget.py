@@ -102,23 +102,28 @@ def _cell(operator: str, size: str, device: str = "cpu", adapter: str = "autogra
 
 def test_the_live_estimate_corrects_a_family_from_its_smaller_size_and_a_device_from_its_cells():
     """A finished cell's wall ÷ its modelled seconds corrects its family's larger sizes; a family with nothing run
-    yet takes the median ratio of its adapter's cells on the same device once three have run (a GPU's from GPU
-    cells only); a cell measured on this machine before keeps its measured seconds."""
+    yet takes the median ratio of its adapter's families on the same device once three have run normally (a GPU's
+    from GPU cells only); a cell measured on this machine before keeps its measured seconds."""
     small, large = _cell("grad", "n10"), _cell("grad", "n100")
     other, measured = _cell("value", "n10"), _cell("jvp", "n10")
     gpu = _cell("value", "n10", device="cuda")
     cpu_more = [replace(_cell(operator, "n10"), variant="compiled") for operator in ("hvp", "jacfwd")]
+    refused = replace(_cell("hessian", "n10"), variant="compiled")
     gpu_more = [replace(_cell(operator, "n10", device="cuda"), variant="compiled")
                 for operator in ("value", "hvp", "jacfwd")]
     est = Estimate({c.key: s for c, s in ((small, 0.1), (large, 1.0), (other, 0.2), (measured, 5.0), (gpu, 0.2),
-                                          *((c, 0.1) for c in cpu_more), *((c, 0.2) for c in gpu_more))},
+                                          *((c, 0.1) for c in (*cpu_more, refused)),
+                                          *((c, 0.2) for c in gpu_more))},
                    {}, frozenset({measured.key}))
     live = LiveEstimate(est)
     assert live.seconds(large) == 1.0
     live.learn(small, 3.0)  # 30× the model
     assert live.seconds(large) == pytest.approx(30.0)
     assert live.seconds(other) == 0.2  # one cell does not speak for its adapter's other families …
-    for c, wall in zip(cpu_more, (0.2, 0.1)):  # … three do: the median of their ratios 30, 2 and 1
+    live.learn(replace(small, size="n100"), 30.0)  # … nor does one family's every size …
+    live.learn(refused, 0.001, ran=False)  # … nor a cell refused in a millisecond …
+    assert live.seconds(other) == 0.2
+    for c, wall in zip(cpu_more, (0.2, 0.1)):  # … three families that ran do: the median of 30, 2 and 1
         live.learn(c, wall)
     assert live.seconds(other) == pytest.approx(0.4)  # no value cell run yet: the adapter's ratio on the CPU
     assert live.seconds(gpu) == 0.2 and live.seconds(measured) == 5.0

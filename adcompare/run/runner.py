@@ -323,5 +323,5 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
         calls = len(m.timing.samples)  # measured, but a larger size would spend its whole timeout
         timed_out[m.cell.family] = f"{m.cell.size} reached its timeout ({calls} call{'s' * (calls != 1)} measured)"
     if live is not None:
-        live.learn(m.cell, max(wall, 0.0))
+        live.learn(m.cell, max(wall, 0.0), ran=m.status in (Status.OK, Status.MISMATCH, Status.NAN))
     return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4), **started_here})

@@ -55,7 +55,7 @@ SLOW_COMPILE = 2.0  # an adapter's slow variant (torch.compile): seconds per cel
 SLOW_COLD_START = 12.0  # … and once per worker for the compiler's own first use (torch.compile: 11.7–14 s measured)
 EVALUATION = 5e-5  # one NumPy evaluation of a small problem for the reference, seconds
 DEFAULT_OPERATIONS = 6
-KIND_SAMPLES = 3  # cells of an adapter on a device whose median ratio corrects its families not yet run
+KIND_FAMILIES = 3  # an adapter's families run on a device whose median ratio corrects its families not yet run
 SKIPPED_SECONDS = 0.01  # a cell skipped because a smaller size of its family timed out
 DISTINCT_OPERATIONS = 400  # compilation caches repeated (operation, shape) pairs: a loop's body compiles once
 # How many evaluations' worth of operations and arithmetic each operator costs (vectorised bases count once for
@@ -223,8 +223,9 @@ class LiveEstimate:
     """An estimate corrected while a run goes (`run --max-time`): each finished cell's wall time against its
     modelled seconds gives a ratio that corrects its family's larger sizes (the model's scaling kept, its constant
     measured), and cells of no family measured yet take the median ratio of the cells run on the same device by
-    the same adapter once KIND_SAMPLES of them have run — so a GPU's cells are estimated from GPU cells, whatever
-    the CPU-fitted priors said, and no single cell speaks for every family (on an H100, JAX's first cell, a
+    the same adapter once cells of KIND_FAMILIES families have run normally (a refusal or a crash in milliseconds
+    says nothing of the others' cost) — so a GPU's cells are estimated from GPU cells, whatever the CPU-fitted
+    priors said, and no single cell or family speaks for every family (on an H100, JAX's first cell, a
     per-example BA Jacobian whose first eager call compiled for 8 s, ran at 31× its model, and that one ratio put
     all 471 other JAX cells behind every torch cell of an 8-minute budget, and none of them ran). Cells
     measured on this machine before (history) keep their measured seconds until a cell of their family measured
@@ -235,7 +236,7 @@ class LiveEstimate:
     def __init__(self, estimate: Estimate):
         self.base = estimate
         self._family: dict[tuple[str, ...], float] = {}
-        self._kind: dict[tuple[str, str], list[float]] = {}
+        self._kind: dict[tuple[str, str], dict[tuple[str, ...], float]] = {}  # each family's latest ratio
         self._against_history: dict[tuple[str, ...], float] = {}
 
     def seconds(self, cell: Cell) -> float:
@@ -245,12 +246,14 @@ class LiveEstimate:
         if cell.key in self.base.measured:
             return base * self._against_history.get(cell.family, 1.0)
         ratio = self._family.get(cell.family)
-        if ratio is None and len(kind := self._kind.get((cell.device, cell.adapter), ())) >= KIND_SAMPLES:
-            ratio = sorted(kind)[len(kind) // 2]
+        if ratio is None and len(kind := self._kind.get((cell.device, cell.adapter), {})) >= KIND_FAMILIES:
+            ratio = sorted(kind.values())[len(kind) // 2]
         return base * ratio if ratio is not None else base
 
-    def learn(self, cell: Cell, wall_seconds: float) -> None:
-        """A cell of this run finished in `wall_seconds` (its worker's start-up excluded)."""
+    def learn(self, cell: Cell, wall_seconds: float, *, ran: bool = True) -> None:
+        """A cell of this run finished in `wall_seconds` (its worker's start-up excluded); `ran`: it ran as cells
+        of its kind do (measured, or measured wrong), not refused, failed or stopped, so it may speak for its
+        adapter's other families."""
         base = self.base.cells.get(cell.key)
         if base is None or base <= 0:
             return
@@ -259,5 +262,6 @@ class LiveEstimate:
             return
         ratio = wall_seconds / base
         self._family[cell.family] = ratio
-        self._kind.setdefault((cell.device, cell.adapter), []).append(ratio)
+        if ran:
+            self._kind.setdefault((cell.device, cell.adapter), {})[cell.family] = ratio
 
