@@ -19,7 +19,7 @@ from adcompare.run import runner
 from adcompare.run.runner import RunOptions
 from adcompare.store.results import finished_keys, load
 from adcompare.study.budget import COST_ROUNDS, choose, cost_rounds, parse_duration
-from adcompare.study.estimate import Estimate, LiveEstimate, estimate
+from adcompare.study.estimate import Estimate, History, LiveEstimate, estimate
 from adcompare.study.plan import Plan, Selection
 from adcompare.study.plan import plan as make_plan
 from adcompare.study.scope import prepare
@@ -214,3 +214,27 @@ def test_a_cell_its_family_shows_dearer_than_its_round_waits_for_a_later_round(r
     assert all(m.status is Status.OK for m in out.values()), [m.message for m in out.values()]
     assert sorted(order) == sorted(c.key for c in cells)  # each cell ran once
     assert {k.split("/")[1] for k in order[:4]} == {"n10"}, order  # both groups' smallest sizes first
+
+
+def test_after_a_timeout_only_the_sizes_its_model_prices_as_high_are_skipped():
+    """A size that timed out (or reached its timeout) skips its family's later sizes that cost at least as much by
+    the model; a cheaper one still runs. ADBench's GMM lists d64-K10 before d2-K100: JAX's eager gradient reached
+    its 60 s timeout at d64-K10-n1000 (its first call, 50 s) and all 43 later sizes were skipped, d2-K100 among
+    them (d2-K50 had taken 3 s)."""
+    stopped, cheaper, dearer = _cell("grad", "n100"), _cell("grad", "n10"), _cell("grad", "n1000")
+    est = Estimate({}, {}, modelled={stopped.key: 10.0, cheaper.key: 1.0, dearer.key: 20.0})
+    timed_out = {stopped.family: runner.TimedOut(stopped, "n100 reached its timeout (1 call measured)")}
+    options = RunOptions(timeout=60, estimate=est)
+    assert runner._left_out(cheaper, timed_out, options) is None  # runs
+    skipped = runner._left_out(dearer, timed_out, options)
+    assert skipped.status is Status.SKIPPED and "the smaller size n100 reached its timeout" in skipped.message
+    assert runner._left_out(cheaper, timed_out, RunOptions(timeout=60)).status is Status.SKIPPED  # no model: as before
+
+
+def test_every_cell_is_modelled_history_or_not(registry):
+    """The model's price of each cell, kept beside the estimate that history may replace: what the skip after a
+    timeout compares."""
+    cells = [Cell("exp_dot_loss", size, "grad", "autograd", "eager", "cpu", "float64") for size in ("n10", "n1000")]
+    est = estimate(registry, cells, History("m", {cells[0].key: 99.0}))
+    assert est.cells[cells[0].key] == 99.0 and set(est.modelled) == {c.key for c in cells}
+    assert 0 < est.modelled[cells[0].key] <= est.modelled[cells[1].key]

@@ -104,7 +104,7 @@ def _measure_to_budget(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
     measures as many cells as it can instead of spending itself on the first group's largest cells. Each round is
     chosen by the estimate as this run has corrected it so far, so a cell found cheaper than modelled runs in the
     next round. A timeout still skips its family's larger sizes in later rounds."""
-    timed_out: dict[tuple[str, ...], dict[tuple[str, ...], str]] = defaultdict(dict)
+    timed_out: dict[tuple[str, ...], dict[tuple[str, ...], TimedOut]] = defaultdict(dict)
     cells = [c for group in groups.values() for c in group]
     order = {c.key: i for i, c in enumerate(cells)}
     left = cells
@@ -119,6 +119,16 @@ def _measure_to_budget(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
         yield from _measure_groups(registry, by_group, options, cache_dir, observer, live, timed_out,
                                    Deferral(bound, deferred) if bound is not None else None)
         left = sorted([*(c for c in left if c.key not in ran), *deferred], key=lambda c: order[c.key])
+
+
+@dataclass(frozen=True)
+class TimedOut:
+    """A family's size that timed out or reached its timeout: the family's later sizes that its model prices at
+    least as high are skipped, each would spend its whole timeout; cheaper ones still run (a suite's size list
+    need not grow in cost: ADBench's GMM lists d64-K10 before d2-K100)."""
+
+    cell: Cell
+    why: str
 
 
 @dataclass
@@ -142,7 +152,7 @@ class Deferral:
 
 def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
                     options: RunOptions, cache_dir: Path, observer: RunObserver, live: LiveEstimate | None = None,
-                    timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], str]] | None = None,
+                    timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], TimedOut]] | None = None,
                     deferral: Deferral | None = None) -> Iterator[Measurement]:
     """Each worker group's cells in one fresh worker process, group after group. Groups that differ only by
     environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
@@ -226,11 +236,11 @@ def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
 
 
 def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions, observer: RunObserver,
-               live: LiveEstimate | None, timed_out: dict[tuple[str, ...], str], deferral: Deferral | None = None):
+               live: LiveEstimate | None, timed_out: dict[tuple[str, ...], TimedOut], deferral: Deferral | None = None):
     """One worker's cells in order, yielding each measurement; a timeout skips the larger sizes of its family; a
     cell the round's `deferral` defers is left for a later round."""
     for cell in cells:
-        if deferral is not None and live is not None and cell.family not in timed_out \
+        if deferral is not None and live is not None and _stopped_before(cell, timed_out, options) is None \
                 and deferral.defers(cell, live):
             continue
         observer.on_progress(cell, None)
@@ -244,7 +254,7 @@ def _run_group(worker: WorkerProcess, cells: Sequence[Cell], options: RunOptions
 
 def _run_environments(workers: Sequence[WorkerProcess], bundle: Sequence[Sequence[Cell]], options: RunOptions,
                       observer: RunObserver, live: LiveEstimate | None,
-                      timed_out: list[dict[tuple[str, ...], str]] | None = None) -> Iterator[Measurement]:
+                      timed_out: list[dict[tuple[str, ...], TimedOut]] | None = None) -> Iterator[Measurement]:
     """One worker group in several environments (`bundle[i]`: its cells in `workers[i]`'s), cell by cell: each
     cell's environments timed in lockstep (lockstep.py), or one after the other when checking only. `timed_out`:
     each side's families that timed out (shared across a --max-time run's rounds)."""
@@ -284,12 +294,22 @@ def _run_one(worker: WorkerProcess, cell: Cell, options: RunOptions) -> tuple[Me
     return m, time.perf_counter() - began
 
 
-def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: RunOptions,
+def _stopped_before(cell: Cell, timed_out: Mapping[tuple[str, ...], TimedOut], options: RunOptions
+                    ) -> TimedOut | None:
+    """The size of `cell`'s family that timed out before it, if the model prices `cell` at least as high."""
+    stopped = timed_out.get(cell.family)
+    if stopped is not None and (options.estimate is None or options.estimate.dearer(cell, stopped.cell)):
+        return stopped
+    return None
+
+
+def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], TimedOut], options: RunOptions,
               live: LiveEstimate | None = None) -> Measurement | None:
     """The record of a cell that does not run: a smaller size of its family timed out or reached its timeout, the
     budget is spent, or its estimate (corrected by this run's cells) would end past the deadline."""
-    if cell.family in timed_out:
-        return Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {timed_out[cell.family]}")
+    stopped = _stopped_before(cell, timed_out, options)
+    if stopped is not None:
+        return Measurement(cell, Status.SKIPPED, f"skipped: the smaller size {stopped.why}")
     if options.deadline is None:
         return None
     left = options.deadline - time.monotonic()
@@ -302,7 +322,7 @@ def _left_out(cell: Cell, timed_out: Mapping[tuple[str, ...], str], options: Run
 
 
 def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, observer: RunObserver,
-              timed_out: dict[tuple[str, ...], str], live: LiveEstimate | None = None) -> Measurement:
+              timed_out: dict[tuple[str, ...], TimedOut], live: LiveEstimate | None = None) -> Measurement:
     """A cell's measurement as recorded: the worker's versions, and the cell's own wall time, worker start-up
     excluded (what estimate.py learns from on this machine, the start-up kept apart as `worker_start_seconds`, the
     harness's cost: analysis/harness_cost.py); a worker started for it is reported first, and a timeout — or a
@@ -318,10 +338,11 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))
     if m.status is Status.TIMEOUT:
-        timed_out[m.cell.family] = f"{m.cell.size} timed out"
+        timed_out[m.cell.family] = TimedOut(m.cell, f"{m.cell.size} timed out")
     elif m.timing is not None and m.timing.stopped in (CELL_TIMEOUT, FIRST_CALL_ONLY):
-        calls = len(m.timing.samples)  # measured, but a larger size would spend its whole timeout
-        timed_out[m.cell.family] = f"{m.cell.size} reached its timeout ({calls} call{'s' * (calls != 1)} measured)"
+        calls = len(m.timing.samples)  # measured, but a dearer size would spend its whole timeout
+        timed_out[m.cell.family] = TimedOut(m.cell, f"{m.cell.size} reached its timeout ({calls} call"
+                                                    f"{'s' * (calls != 1)} measured)")
     if live is not None:
         live.learn(m.cell, max(wall, 0.0), ran=m.status in (Status.OK, Status.MISMATCH, Status.NAN))
     return replace(m, details={**m.details, "wall_seconds": round(max(wall, 0.0), 4), **started_here})

@@ -99,6 +99,15 @@ class Estimate:
     cells: Mapping[str, float]
     startups: Mapping[tuple[str, ...], float]
     measured: frozenset[str] = frozenset()
+    # Each cell's model alone (history, the timeout's cap and the skips after a modelled timeout left out): what
+    # orders a family's sizes by cost, which the suites' size lists do not (ADBench's GMM: d64-K10 before d2-K100).
+    modelled: Mapping[str, float] = field(default_factory=dict)
+
+    def dearer(self, cell: Cell, than: Cell) -> bool:
+        """Whether `cell` is modelled to cost at least what `than` does (True where either is not modelled)."""
+        if cell.key not in self.modelled or than.key not in self.modelled:
+            return True
+        return self.modelled[cell.key] >= self.modelled[than.key]
 
     @property
     def total(self) -> float:
@@ -179,6 +188,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     A modelled cell is capped at the cell `timeout`, and once a size is expected to time out the runner skips the
     family's larger sizes, so they cost next to nothing."""
     out: dict[str, float] = {}
+    modelled: dict[str, float] = {}
     measured = set()
     referenced: set[tuple] = set()
     timing_out: set[tuple] = set()
@@ -192,17 +202,17 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
         key, ref_key = c.key, (*group, c.problem, c.size, shared)  # the reference is cached per worker
         adapter = registry.adapters[c.adapter]
         slow = c.variant in adapter.slow_variants
+        if (c.problem, c.size) not in shapes:
+            problem = registry.problems[c.problem]
+            shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
+        seconds = model_seconds(registry, c, shapes[(c.problem, c.size)], with_reference=ref_key not in referenced,
+                                first_use=ref_key not in eager_seen, cold=slow and group not in warm)
+        modelled[key] = seconds
         if key in history.cells:
             out[key] = history.cells[key]
             measured.add(key)
         else:
-            if (c.problem, c.size) not in shapes:
-                problem = registry.problems[c.problem]
-                shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
             family = c.family
-            seconds = model_seconds(registry, c, shapes[(c.problem, c.size)],
-                                    with_reference=ref_key not in referenced,
-                                    first_use=ref_key not in eager_seen, cold=slow and group not in warm)
             out[key] = SKIPPED_SECONDS if family in timing_out else min(seconds, timeout)
             if seconds >= timeout:
                 timing_out.add(family)
@@ -216,7 +226,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
         g = c.worker_group
         if g not in startups:
             startups[g] = history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
-    return Estimate(out, startups, frozenset(measured))
+    return Estimate(out, startups, frozenset(measured), modelled)
 
 
 class LiveEstimate:
