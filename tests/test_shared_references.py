@@ -33,6 +33,7 @@ def sharing(tmp_path, monkeypatch):
     """A run's shared directory, every reference worth a file whatever this machine's speed."""
     monkeypatch.setenv(shared_references.ENV, str(tmp_path))
     monkeypatch.setattr(shared_references, "SHARE_ABOVE", 0.0)
+    monkeypatch.setattr(shared_references, "READ_RATE", float("inf"))  # a fast machine's µs references too
     clear_cache()
     yield tmp_path
     clear_cache()
