@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from scipy.stats import binom
 
-from adcompare.model.timing_policy import TimingPolicy
+from adcompare.model.timing_policy import BUDGET_SLOW_SAMPLES, TimingPolicy, budget_policy
 from adcompare.plugin.adapter import Prepared
 from adcompare.run.timing import measure, median_interval, precise
 
@@ -115,6 +116,17 @@ def test_a_slow_cell_is_timed_without_warm_up_one_call_per_block_until_its_deadl
     assert all(s >= 0.03 for s in timing.samples)
     unbounded = measure(_sleeper(0.03), lambda out: None, 0.03, compiled=False, policy=policy)
     assert len(unbounded.samples) == 7 and unbounded.stopped == ""  # no deadline: min_samples (hard_limit 20 s)
+
+
+def test_a_budgeted_run_times_a_slow_cell_with_three_calls_and_a_fast_one_as_before():
+    """A --max-time run's policy (budget_policy) keeps three calls of a slow cell, not seven: not cut short, so no
+    `stopped`; three samples still have an interval. Fast cells keep the rank test's seven blocks."""
+    budget = replace(budget_policy(True), max_time=0.07)  # allots 10 ms to a block
+    assert budget_policy(False) == TimingPolicy() and budget.slow_samples == BUDGET_SLOW_SAMPLES == 3
+    slow = measure(_sleeper(0.03), lambda out: None, 0.03, compiled=False, policy=budget)
+    assert len(slow.samples) == 3 and slow.stopped == "" and not slow.few_samples
+    fast = measure(_sleeper(0.001), lambda out: None, 0.001, compiled=False, policy=budget)
+    assert len(fast.samples) >= 7 and fast.warmup_calls >= 1
 
 
 def test_a_first_call_slow_only_because_it_compiled_leaves_the_cell_on_the_usual_rule():

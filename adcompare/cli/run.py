@@ -23,6 +23,7 @@ from adcompare.cli.pipeline import (
 from adcompare.cli.tables import out
 from adcompare.model.errors import SigtermReceived, UsageError
 from adcompare.model.measurement import Measurement
+from adcompare.model.timing_policy import budget_policy
 from adcompare.plugin.registry import Registry
 from adcompare.run import executors
 from adcompare.run.rounds import recovered
@@ -136,7 +137,8 @@ def command(args: argparse.Namespace) -> int:
                 frozenset(m.cell.key for m in recovered))
     to_run, left_out = st.to_run(args.rounds)
     options = RunOptions(**timeouts(args, to_run), threads=args.threads, deadline=st.deadline(),
-                         budget=args.max_time or "", rounds=args.rounds, confirm=confirm, estimate=st.estimate)
+                         budget=args.max_time or "", rounds=args.rounds, confirm=confirm, estimate=st.estimate,
+                         policy=budget_policy(bool(args.max_time)))
     target = Output(Path(output), header, resume=args.resume, overwrite=args.overwrite, fresh=fresh,
                     then=f"add --resume -o {output} to the same command to run the rest")
     with watching(to_run, args.rounds, show_progress=not args.no_progress) as observers:

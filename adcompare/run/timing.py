@@ -20,21 +20,20 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
    times the block only when told to go; so it may time more blocks than its own rule asks (the pairing is not
    precise yet), and it stops when told to (the hard limit still stops it on its own). The first go also covers
    the warm-up, so a side is warm when its blocks start, not cooled by its partner's compile.
-7. slow cells: when the checked first call already took longer than the policy allots to a block
-   (`block_allotment`, max_time ÷ min_samples), the next call is timed as a sample, not as a warm-up; if it too
-   exceeds the allotment, the cell is slow and is timed without warm-up, one call per block, each call reported
-   (`on_call`) as it finishes, until `min_samples` calls, the median's precision, or the next call (predicted at
+7. slow cells: when the checked first call already took longer than the policy allots to a block (`block_allotment`,
+   max_time ÷ min_samples), the next call is timed as a sample, not as a warm-up; if it too exceeds the allotment, the
+   cell is slow and is timed without warm-up, one call per block, each call reported (`on_call`) as it finishes, until
+   `slow_samples` calls (`min_samples`; 3 in a `--max-time` run), the median's precision, or the next call (predicted at
    the slowest so far) would end past the `deadline` (the cell's timeout, where the caller gives one; else
-   `hard_limit`). Warm-up effects are negligible against a call of a large fraction of a second, and calls are
-   what a slow cell's timeout affords. Its samples are those calls; a timing with fewer than `min_samples`
-   says why in `stopped` ("deadline": the next call would not have fitted; the parent writes "cell timeout"
-   when it kept the calls a killed worker had reported). Where not even a second call fits, the checked first
-   call is the one sample ("first call only"), if it compiled nothing (the variant does not compile, or it
-   compiled ahead of time); else the cell is a timeout whose first call is recorded. Like ADBench's runs,
-   every finished call counts; we keep them all and report their median like any other cell's, the minimum
-   beside it (ADBench keeps the minimum), so slow and fast cells are summarised alike. A compiled cell whose
-   first call was slow only because it compiled is not slow: its second call, under the allotment, is its first
-   warm-up call.
+   `hard_limit`). Warm-up effects are negligible against a call of a large fraction of a second, and calls are what a
+   slow cell's timeout affords. Its samples are those calls; a timing with fewer than `slow_samples` says why in
+   `stopped` ("deadline": the next call would not have fitted; the parent writes "cell timeout" when it kept the calls a
+   killed worker had reported). Where not even a second call fits, the checked first call is the one sample ("first call
+   only"), if it compiled nothing (the variant does not compile, or it compiled ahead of time); else the cell is a
+   timeout whose first call is recorded. Like ADBench's runs, every finished call counts; we keep them all and report
+   their median like any other cell's, the minimum beside it (ADBench keeps the minimum), so slow and fast cells are
+   summarised alike. A compiled cell whose first call was slow only because it compiled is not slow: its second call,
+   under the allotment, is its first warm-up call.
 Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
 not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as
@@ -201,10 +200,10 @@ def finish(prepared: Prepared, timing: Timing, *, compiled: bool) -> Timing:
 def _slow(prepared: Prepared, sync: Callable[[Any], None], first_call_seconds: float, second: float,
           cpu_samples: list[float], *, policy: TimingPolicy, compiled: bool, began: float, deadline: float | None,
           on_call: OnCall | None, block: Callable[[int], float]) -> Timing:
-    """Rule 7: one call per block, no warm-up, each call reported; stops at min_samples, at the precision, or
+    """Rule 7: one call per block, no warm-up, each call reported; stops at slow_samples, at the precision, or
     before a call that would end past the deadline (without one, at hard_limit)."""
     samples, stopped = [second], ""
-    while len(samples) < policy.min_samples and not precise(samples, policy):
+    while len(samples) < policy.slow_samples and not precise(samples, policy):
         now = time.perf_counter()
         if deadline is None:
             if now - began >= policy.hard_limit:
