@@ -51,7 +51,7 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
                       output_dtype=output_dtype, dtype_drift=output_dtype != dtype)
     if not np.issubdtype(result.dtype, np.floating) or not np.all(np.isfinite(result)):
         return checked(error=None, nonfinite=True)
-    r64 = result.astype(np.float64)
+    r64 = result.astype(np.float64, copy=False)  # a float64 result as it is: a copy of BA's cost 1 s
     if ref.value is not None:
         error = scaled_error(r64, ref.value)
     else:
