@@ -31,7 +31,12 @@ def main() -> None:
     parser.add_argument("results", nargs="+")
     parser.add_argument("--worst", type=int, default=10, help="cells listed over the harness goal")
     args = parser.parse_args()
-    ms = load(args.results).measurements
+    results = load(args.results)
+    ms = results.measurements
+    for prov, source in zip(results.provenance, results.sources):
+        print(f"{source}: started {prov.date} on commit {prov.git_commit or 'unknown'}")
+        for r in (r for r in results.resumptions if r.source == source):
+            print(f"  resumed {r.describe()}")
     by_adapter: dict[str, Counter[str]] = defaultdict(Counter)
     for m in ms:
         by_adapter[m.cell.adapter][m.status.value] += 1

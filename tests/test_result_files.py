@@ -37,8 +37,12 @@ def test_an_existing_output_is_refused_unless_resume_or_overwrite(tmp_path, caps
     assert "already exists" in message and "--resume" in message and "--overwrite" in message
     assert path.read_text() == before
     assert main(["run", *CELL, "-o", str(path), "--resume"]) == 0  # nothing missing: the file keeps its cell
-    kept = [m.cell.key for m in load([path]).measurements]
+    resumed = load([path])
+    kept = [m.cell.key for m in resumed.measurements]
     assert len(kept) == len(set(kept)) and kept
+    header = resumed.provenance[0]  # the resume names its own chunk beside the header's first one
+    assert [(r.adcompare, r.git_commit, r.machine) for r in resumed.resumptions] == \
+        [(header.adcompare, header.git_commit, header.machine.id)] and resumed.resumptions[0].date >= header.date
     assert main(["run", *CELL, "-o", str(path), "--overwrite"]) == 0
     replaced = load([path])
     assert path.read_text() != before  # a new header and new timings

@@ -35,10 +35,17 @@ def test_roundtrip_and_resume(tmp_path):
         w.add(_m("n10"))
     with ResultsWriter(path, {"host": "h"}, resume=True) as w:
         w.add(_m("n100"))
+    with ResultsWriter(path, {"host": "h", "git_commit": "c0ffee", "date": "2026-11-28T00:00:00",
+                              "adcompare": "9.9"}, resume=True):
+        pass
     results = load([path])
     assert [m.cell.size for m in results.measurements] == ["n10", "n100"]
     assert results.measurements[0].timing.median == pytest.approx(2e-5)
     assert finished_keys(path) == {m.cell.key for m in results.measurements}
+    assert results.provenance[0].git_commit is None  # the header keeps the first chunk's; each resume its own
+    assert [(r.git_commit, r.date, r.adcompare, r.source) for r in results.resumptions] == \
+        [(None, "", "", str(path)), ("c0ffee", "2026-11-28T00:00:00", "9.9", str(path))]
+    assert results.resumptions[1].describe() == "2026-11-28T00:00:00 on commit c0ffee (adcompare 9.9)"
 
 
 def test_truncated_last_line_is_dropped_with_a_warning(tmp_path):

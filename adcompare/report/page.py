@@ -34,7 +34,7 @@ from adcompare.store.provenance import Provenance
 from adcompare.store.results import Results
 
 PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
-                    "numpy", "adcompare", "git_commit")
+                    "numpy", "adcompare", "git_commit", "resumed")
 
 
 def number(value: float | None) -> str:
@@ -88,6 +88,8 @@ def _provenance(results: Results) -> list[list[tuple[str, str]]]:
         prov["fingerprint"] = fingerprint
         prov["frameworks"] = dict(first.machine.frameworks) or None
         prov["files"] = ", ".join(source for _, source in members)
+        sources = {source for _, source in members}
+        prov["resumed"] = "; ".join(r.describe() for r in results.resumptions if r.source in sources) or None
         keys = [k for k in PROVENANCE_ORDER if k in prov] + sorted(k for k in prov if k not in PROVENANCE_ORDER)
         machines.append([(k, _flat(prov[k])) for k in keys if prov[k] not in (None, "")])
     return machines

@@ -3,7 +3,8 @@
 `Provenance` is the header's typed value: made once (`collect`), written by the results writer (`to_json`), read
 back by `load` (`from_json`, which also reads schema-1 headers and pytest-benchmark's machine info), and read by
 attribute everywhere else. Keys a newer adcompare writes, or another producer's, are kept in `extra` for the
-report's machine table and for round trips.
+report's machine table and for round trips. A `run --resume` appends its own `Resumption` (a "resume" record):
+a file written in chunks names each chunk's commit and date, not only the first one's.
 """
 from __future__ import annotations
 
@@ -118,6 +119,35 @@ class Provenance:
             environments={str(name): EnvironmentRecord.from_json(env)
                           for name, env in (data.get("environments") or {}).items() if isinstance(env, Mapping)},
             extra={k: v for k, v in data.items() if k not in known})
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """A `run --resume` that appended to a results file: when, by which adcompare and commit, on which machine
+    (fingerprint). The header names the run that started the file; each resumption, a later chunk's code."""
+
+    date: str
+    adcompare: str
+    git_commit: str | None
+    machine: str
+    source: str = ""  # the file it was read from (not written)
+
+    @classmethod
+    def of(cls, provenance: Provenance) -> Resumption:
+        return cls(provenance.date, provenance.adcompare, provenance.git_commit, provenance.machine.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"date": self.date, "adcompare": self.adcompare, "git_commit": self.git_commit,
+                "machine": self.machine}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str = "") -> Resumption:
+        commit = data.get("git_commit")
+        return cls(str(data.get("date") or ""), str(data.get("adcompare") or ""),
+                   str(commit) if commit else None, str(data.get("machine") or ""), source)
+
+    def describe(self) -> str:
+        return f"{self.date} on commit {self.git_commit or 'unknown'} (adcompare {self.adcompare})"
 
 
 def collect(threads: int, machine: Machine) -> Provenance:

@@ -1,8 +1,10 @@
 """The results file: versioned JSON Lines with a provenance header, one record per cell appended as it finishes.
 
 Line 1: {"format": "adcompare-results", "schema": 3, "provenance": {..., "machine": {...}}}
-Then one object per line: {"record": "cell", ...Measurement.to_json()}, {"record": "worker", ...start-up info} or
-{"record": "machine", ...Machine.to_json()} (the fingerprints that cell records name in "machine").
+Then one object per line: {"record": "cell", ...Measurement.to_json()}, {"record": "worker", ...start-up info},
+{"record": "machine", ...Machine.to_json()} (the fingerprints that cell records name in "machine") or, where
+`run --resume` appended a chunk, {"record": "resume", ...Resumption.to_json()} (its date, adcompare and commit;
+additive: an adcompare that predates it skips the record, as every reader skips a kind it does not know).
 A truncated last line (a killed run) is dropped with a warning; a file that is not adcompare results, or has a
 newer schema, is refused with one clear line.
 
@@ -38,7 +40,7 @@ from adcompare.model.observer import RunObserver
 from adcompare.model.problem import Problem
 from adcompare.store.benchmark_import import load_benchmark_json
 from adcompare.store.output_paths import ensure_folder, refuse_existing
-from adcompare.store.provenance import Provenance
+from adcompare.store.provenance import Provenance, Resumption
 from adcompare.store.record_validity import record_problem
 from adcompare.verify.finish import finished
 
@@ -57,6 +59,7 @@ class Results:
     sources: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     machines: tuple[Machine, ...] = ()  # every fingerprint the measurements name, in order of first appearance
+    resumptions: tuple[Resumption, ...] = ()  # each `run --resume` chunk of the files, in the order read
 
     def machine(self, fingerprint: str) -> Machine | None:
         return next((m for m in self.machines if m.id == fingerprint), None)
@@ -114,6 +117,7 @@ def load(paths: Sequence[str | Path], problems: Mapping[str, Problem] | None = N
     limitation of `problems` (the registry's; without them, the labels the records carry are kept — the run
     wrote each cell's as it finished — and only files from before the label lack one)."""
     provenance: list[Provenance] = []
+    resumptions: list[Resumption] = []
     workers, sources, notes = [], [], []
     machines: dict[str, Machine] = {}
     by_key: dict[tuple[str, str], Measurement] = {}
@@ -146,10 +150,12 @@ def load(paths: Sequence[str | Path], problems: Mapping[str, Problem] | None = N
             elif kind == "machine":
                 other = Machine.from_json(rec)
                 machines.setdefault(other.id, other)
+            elif kind == "resume":
+                resumptions.append(Resumption.from_json(rec, str(p)))
     named = dict.fromkeys(m.machine for m in by_key.values())
     merged = finished(list(by_key.values()), problems or {})  # pairwise/adjoint agreement: derived, never stored
     return Results(tuple(provenance), tuple(merged), tuple(workers), tuple(sources), tuple(notes),
-                   tuple(machines[i] for i in named if i in machines))
+                   tuple(machines[i] for i in named if i in machines), tuple(resumptions))
 
 
 def _read_measurement(path: Path, number: int, rec: dict[str, Any]) -> Measurement:
@@ -239,7 +245,8 @@ class ResultsWriter(RunObserver):
             self._file.close()
             raise UsageError(f"results file {str(self.path)!r} is being written by another adcompare run; wait for "
                              f"it to finish or choose another -o") from None
-        if resume and self.path.stat().st_size > 0:
+        resumed = resume and self.path.stat().st_size > 0
+        if resumed:
             head, _, _ = _read_lines(self.path)  # refuse foreign files before appending
             data = self.path.read_bytes()
             keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1  # a killed run's partial line
@@ -251,6 +258,8 @@ class ResultsWriter(RunObserver):
             self._file.truncate(0)
             self._write(header(provenance))
         self.add_machine(self.machine)  # a resume may run on another machine than the one that started the file
+        if resumed:  # the header names the first chunk's commit and date; this names this chunk's
+            self._write({"record": "resume", **Resumption.of(provenance).to_json()})
 
     def _upgrade_header(self, data: bytes, head: dict[str, Any]) -> None:
         """The header line rewritten with this schema, in place and byte for byte the same length (the schema is one
