@@ -17,7 +17,15 @@ from adcompare.model.measurement import Check, Measurement
 from adcompare.model.status import Status
 from adcompare.verify import reference as ref_module
 from adcompare.verify.cell_inputs import cell_inputs
-from adcompare.verify.check import check_result, cross_check, describe, status_of, worst_error
+from adcompare.verify.check import (
+    PER_EXAMPLE_WEIGHTS,
+    PROJECTION_SEED,
+    check_result,
+    cross_check,
+    describe,
+    status_of,
+    worst_error,
+)
 from adcompare.verify.tolerance import BASE_TOLERANCE, scaled_error, tolerance
 
 PERTURBATION = {"float64": 1e-6, "float32": 1e-3}  # relative, in the largest element: must be caught
@@ -232,6 +240,29 @@ def test_projection_is_the_same_in_another_process(problems):
             "print(repr(projection(p, p.size('n10'), 'hessian', 'float32', r)))")
     out = subprocess.run([sys.executable, "-c", code], input=right.tobytes(), capture_output=True, check=True)
     assert float(out.stdout) == here
+
+
+def test_a_per_example_projection_weighs_examples_and_entries_apart_and_older_weights_are_not_compared(problems):
+    """Schema 4: a·(R·b) with a seeded weight per example and per entry (recomputed here by the loop it stands
+    for); one entry off moves it; a record with the older weights (every entry its own draw) meets none of them."""
+    p = problems["linear_layer"]
+    right = correct("linear_layer", "vmap_jacfwd", cell_inputs(p, p.size("n5-p8-o2"), "vmap_jacfwd", "float64"))
+    m = measured(p, "n5-p8-o2", "vmap_jacfwd", "float64", right, "jax")
+    rng = np.random.default_rng(PROJECTION_SEED)
+    a, b = rng.standard_normal(right.shape[0]), rng.standard_normal(right[0].size)
+    by_loop = sum(a[i] * b[j] * right[i].flat[j] for i in range(right.shape[0]) for j in range(right[0].size))
+    assert m.check.projection == pytest.approx(by_loop, rel=1e-12) and m.check.projection_weights == PER_EXAMPLE_WEIGHTS
+    off = right.copy()
+    off[3].flat[5] += 1e-3
+    assert measured(p, "n5-p8-o2", "vmap_jacfwd", "float64", off, "torch").check.projection != m.check.projection
+    older = replace(m, cell=replace(m.cell, adapter="torch"), check=replace(m.check, projection=-3.0,
+                                                                             projection_weights=""))
+    assert [(x.status, x.check.pairwise_error) for x in cross_check([m, older])] == [(Status.OK, None)] * 2
+    alike = replace(older, check=m.check)
+    assert [x.check.pairwise_error for x in cross_check([m, alike])] == [0.0, 0.0]
+    plain = measured(p, "n5-p8-o2", "jacrev", "float64", correct("linear_layer", "jacrev", cell_inputs(
+        p, p.size("n5-p8-o2"), "jacrev", "float64")))
+    assert plain.check.projection_weights == ""  # every other operator keeps its weights, and records before 4
 
 
 def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",

@@ -19,6 +19,7 @@ from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.model.status import Status
 from adcompare.store.results import SCHEMA, ResultsWriter, finished_keys, load
+from adcompare.verify.check import PER_EXAMPLE_WEIGHTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -286,7 +287,7 @@ def test_a_timing_cut_short_round_trips_and_older_files_read_and_resume_under_sc
     path = tmp_path / "r.jsonl"
     with ResultsWriter(path, {"host": "h"}) as w:
         w.add(few)
-    assert json.loads(path.read_text().splitlines()[0])["schema"] == SCHEMA == 3
+    assert json.loads(path.read_text().splitlines()[0])["schema"] == SCHEMA
     got = load([path]).measurements[0].timing
     assert got.stopped == "cell timeout" and got.few_samples and got.spread is None and got.median == 2.5
 
@@ -302,8 +303,33 @@ def test_a_timing_cut_short_round_trips_and_older_files_read_and_resume_under_sc
     assert before.stopped == "" and not before.few_samples and before.spread == before.iqr
     with ResultsWriter(old, {"host": "h"}, resume=True) as w:
         w.add(replace(few, cell=replace(cell, size="n100")))
-    assert json.loads(old.read_text().splitlines()[0])["schema"] == 3
+    assert json.loads(old.read_text().splitlines()[0])["schema"] == SCHEMA
     assert [m.timing.stopped for m in load([old]).measurements] == ["", "cell timeout"]
+
+
+def test_a_schema_3_file_keeps_its_per_example_projections_apart_from_schema_4_ones_when_resumed(tmp_path):
+    """Schema 4 weighs a per-example result per example and per entry; a schema-3 record (no projection_weights:
+    every entry its own draw) reads with weights "", so after a resume the two never meet in the pairwise vote
+    (their projections differ though both results are right), and the header is upgraded so an older adcompare
+    refuses the mix."""
+    cell = Cell("linear_layer", "n5-p8-o2", "vmap_jacfwd", "jax", "eager", "cpu", "float64")
+    old_check = Check(1e-12, 1e-9, "central differences", projection=1.5)
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path, {"host": "h"}) as w:
+        w.add(Measurement(cell, Status.OK, timing=Timing((1e-5,) * 7, 10, 1e-3), check=old_check))
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[-1])
+    del record["check"]["projection_weights"]  # as schema 3 wrote it
+    path.write_text("\n".join([json.dumps({**json.loads(lines[0]), "schema": 3}), *lines[1:-1],
+                               json.dumps(record)]) + "\n")
+    new_check = replace(old_check, projection=-0.25, projection_weights=PER_EXAMPLE_WEIGHTS)
+    with ResultsWriter(path, {"host": "h"}, resume=True) as w:
+        w.add(Measurement(replace(cell, adapter="torch"), Status.OK, timing=Timing((1e-5,) * 7, 10, 1e-3),
+                          check=new_check))
+    assert json.loads(path.read_text().splitlines()[0])["schema"] == SCHEMA == 4
+    got = load([path]).measurements
+    assert [(m.check.projection_weights, m.status, m.check.pairwise_error) for m in got] == \
+        [("", Status.OK, None), (PER_EXAMPLE_WEIGHTS, Status.OK, None)]
 
 
 def test_a_cell_with_one_or_two_samples_has_a_median_and_no_interval_or_ranking():

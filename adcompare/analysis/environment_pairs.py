@@ -34,9 +34,11 @@ class EnvironmentPair:
 
     @property
     def projection_error(self) -> float | None:
-        """Scaled difference of the two cells' seeded projections (check.py); None when a side has none."""
+        """Scaled difference of the two cells' seeded projections (check.py); None when a side has none, or when
+        they weigh the result differently (a per-example cell recorded before schema 4 beside a later one)."""
         a, b = self.baseline.check, self.candidate.check
-        if a is None or b is None or a.projection is None or b.projection is None:
+        if a is None or b is None or a.projection is None or b.projection is None \
+                or a.projection_weights != b.projection_weights:
             return None
         return scaled_error(a.projection, b.projection)
 

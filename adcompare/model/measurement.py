@@ -163,6 +163,10 @@ class Check:
     dtype_drift: bool = False  # result dtype differs from the cell's dtype (reported, not cast away)
     nonfinite: bool = False
     pairwise_error: float | None = None  # filled by the parent when other adapters ran the same cell
+    # The weights `projection` used (check.py): "" the seeded weights of every entry (every record before schema 4,
+    # and every cell but a per-example one), PER_EXAMPLE_WEIGHTS a seeded weight per example times one per entry
+    # of an example. Projections of different weights are not compared (check.cross_check).
+    projection_weights: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

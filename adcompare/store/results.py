@@ -1,6 +1,6 @@
 """The results file: versioned JSON Lines with a provenance header, one record per cell appended as it finishes.
 
-Line 1: {"format": "adcompare-results", "schema": 3, "provenance": {..., "machine": {...}}}
+Line 1: {"format": "adcompare-results", "schema": 4, "provenance": {..., "machine": {...}}}
 Then one object per line: {"record": "cell", ...Measurement.to_json()}, {"record": "worker", ...start-up info},
 {"record": "machine", ...Machine.to_json()} (the fingerprints that cell records name in "machine") or, where
 `run --resume` appended a chunk, {"record": "resume", ...Resumption.to_json()} (its date, adcompare and commit;
@@ -17,7 +17,11 @@ before (empty, compared on the within-run rule), and an adcompare that predates 
 `timing.stopped` (why a timing has fewer samples than its rule asks: a slow cell's deadline, or the calls kept from a
 worker its cell timeout stopped, worker_handle.py), and a timed cell may now have 1 or 2 samples. The bump makes an
 adcompare that predates it refuse such a file instead of ranking a 1-sample cell as a full one; files of schema 1
-and 2 read as before (`stopped` empty: every timing in them ran its rule to the end).
+and 2 read as before (`stopped` empty: every timing in them ran its rule to the end); 4 adds
+`check.projection_weights`: a per-example cell's projection weighs each example and each of its entries apart
+(check.PER_EXAMPLE_WEIGHTS), no longer every entry with its own draw, and projections of different weights are not
+compared. An adcompare that predates it would compare them and call right cells mismatches, so it refuses the file;
+older files read as before (weights "": every entry its own draw), and resuming one upgrades its header.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ from adcompare.store.record_validity import record_problem
 from adcompare.verify.finish import finished
 
 FORMAT = "adcompare-results"
-SCHEMA = 3
+SCHEMA = 4
 
 
 @dataclass(frozen=True)
