@@ -108,9 +108,12 @@ class WholeBatch:
 
     @staticmethod
     def projection(result: np.ndarray) -> float:
+        """check.py's per-example projection (schema 4), recomputed: Σᵢⱼ aᵢ·bⱼ·Rᵢⱼ over examples i and entries j."""
         from adcompare.verify.check import PROJECTION_SEED
 
-        return float(np.vdot(np.random.default_rng(PROJECTION_SEED).standard_normal(result.shape), result))
+        rng = np.random.default_rng(PROJECTION_SEED)
+        by_example, by_entry = rng.standard_normal(result.shape[0]), rng.standard_normal(result[0].size)
+        return float(sum(a * np.dot(np.ravel(row), by_entry) for a, row in zip(by_example, result)))
 
 
 @pytest.fixture(scope="session")
