@@ -23,6 +23,7 @@ from adcompare.verify.check import (
     check_result,
     cross_check,
     describe,
+    projection,
     status_of,
     worst_error,
 )
@@ -263,6 +264,9 @@ def test_a_per_example_projection_weighs_examples_and_entries_apart_and_older_we
     plain = measured(p, "n5-p8-o2", "jacrev", "float64", correct("linear_layer", "jacrev", cell_inputs(
         p, p.size("n5-p8-o2"), "jacrev", "float64")))
     assert plain.check.projection_weights == ""  # every other operator keeps its weights, and records before 4
+    rng = np.random.default_rng(PROJECTION_SEED)  # pmap_grad of a scalar x: a 0-d result is one example
+    assert projection(None, None, "pmap_grad", "float64", np.array(2.0)) == pytest.approx(
+        2.0 * rng.standard_normal(1)[0] * rng.standard_normal(1)[0])
 
 
 def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",

@@ -18,7 +18,7 @@ from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Check, Measurement, Timing
 from adcompare.model.status import Status
-from adcompare.store.results import SCHEMA, ResultsWriter, finished_keys, load
+from adcompare.store.results import SCHEMA, ResultsWriter, finished_keys, load, merge_files
 from adcompare.verify.check import PER_EXAMPLE_WEIGHTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -346,3 +346,17 @@ def test_a_cell_with_one_or_two_samples_has_a_median_and_no_interval_or_ranking(
     assert row["median_s"] == "2.1"
     (verdict,) = summarize([few, full], Bootstrap())[0].every_size
     assert verdict.fastest is full and verdict.rivals[0].ratio is None and not verdict.clear  # 2.1× but untested
+
+
+def test_merged_shards_take_the_newest_schema_among_them(tmp_path):
+    """A shard left at schema 3 (its --resume never opened the writer) must not label a schema-4 shard's records
+    with its header when it comes first: an older adcompare would then compare unlike projections."""
+    old, new, out = tmp_path / "1.jsonl", tmp_path / "2.jsonl", tmp_path / "all.jsonl"
+    for path, size in ((old, "n10"), (new, "n100")):
+        with ResultsWriter(path, {"host": "h"}) as w:
+            w.add(_m(size))
+    lines = old.read_text().splitlines()
+    old.write_text("\n".join([json.dumps({**json.loads(lines[0]), "schema": 3}), *lines[1:]]) + "\n")
+    merge_files([old, new], out)
+    assert json.loads(out.read_text().splitlines()[0])["schema"] == SCHEMA
+    assert sorted(m.cell.size for m in load([out]).measurements) == ["n10", "n100"]

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from adcompare.analysis.bootstrap import Bootstrap
-from adcompare.analysis.significance import ALPHA, NOISE, holm, judge, rank_p
+from adcompare.analysis.significance import ALPHA, NOISE, best_p, holm, judge, rank_p
 from adcompare.model.measurement import Timing
 
 
@@ -81,3 +81,18 @@ def test_bootstrap_forms_no_ratio_over_a_zero_block_and_caps_extreme_ratios():
     assert boot.ratio("z", _timing([0.0, 1e-6, 1e-6]), "b", _timing([1e-3] * 3)) is None
     r = boot.ratio("tiny", _timing([1e-12, 2e-12, 3e-12]), "huge", _timing([1e300, 2e300, 3e300]))
     assert r.ratio == r.high == np.finfo(float).max and r.clear
+
+
+def test_three_calls_a_side_are_too_few_to_rank_and_say_so():
+    """A --max-time run times a slow cell with 3 calls: even 3 vs 3 separated samples, 3× apart, give p = 0.1,
+    which no family can bring under 0.05; the reason says so rather than quoting a p as if it measured sameness.
+    3 against 7 can decide alone."""
+    boot = Bootstrap()
+    fast = [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06]
+    slow = [3 * s for s in fast]
+    (three,) = judge([_pair(boot, fast[:3], slow[:3], "three")])
+    assert best_p(3, 3) == pytest.approx(rank_p(fast[:3], slow[:3])) == pytest.approx(0.1)
+    assert not three.significant and three.reason == "too few samples to rank (3 vs 3: p ≥ 0.1 at best)"
+    (mixed,) = judge([_pair(boot, fast[:3], slow, "mixed")])
+    assert mixed.significant and best_p(3, 7) == pytest.approx(2 / 120)
+    assert best_p(2000, 2000) == 0.0  # thousands of rounds: no overflow

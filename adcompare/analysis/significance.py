@@ -83,6 +83,7 @@ class Difference:
     p_value: float | None  # raw rank-test p
     p_holm: float | None  # adjusted within its family
     threshold: float  # the effect a ratio must exceed, as a fraction (0.05 = 5 %)
+    samples: tuple[int, int] = (0, 0)  # per side, for saying when no outcome of the rank test could decide
 
     @property
     def significant(self) -> bool:
@@ -99,6 +100,9 @@ class Difference:
         if not self.ratio.clear:
             return "interval contains 1"
         if self.p_holm >= ALPHA:
+            best = best_p(*self.samples) if all(self.samples) else 0.0
+            if best >= ALPHA:  # 3 calls a side (a --max-time run's slow cells): even separated samples give 0.1
+                return f"too few samples to rank ({self.samples[0]} vs {self.samples[1]}: p ≥ {best:.2g} at best)"
             return f"rank test p = {self.p_holm:.2g} after Holm"
         if not self.significant:
             return f"effect below {self.threshold:.0%}"
@@ -112,4 +116,9 @@ def judge(pairs: Sequence[tuple[Ratio | None, Sequence[float], Sequence[float]]]
                                for r, a, b in pairs]
     tested = {i: p for i, p in enumerate(raw) if p is not None}
     adjusted = dict(zip(tested, holm(list(tested.values()))))
-    return [Difference(r, raw[i], adjusted.get(i), threshold) for i, (r, _, _) in enumerate(pairs)]
+    return [Difference(r, raw[i], adjusted.get(i), threshold, (len(a), len(b))) for i, (r, a, b) in enumerate(pairs)]
+
+
+def best_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p the exact rank test can give n₁ against n₂ samples: 2 / C(n₁ + n₂, n₁)."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))  # int ÷ int: no float overflow for thousands of rounds

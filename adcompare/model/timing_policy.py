@@ -17,7 +17,8 @@ class TimingPolicy:
     precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
     hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks (unless a deadline is known)
     # Calls a slow cell (a call over `block_allotment`) is timed with, after its checked first call: min_samples for
-    # the rank test, or BUDGET_SLOW_SAMPLES in a run with a time budget (three still give a median and an interval)
+    # the rank test, or BUDGET_SLOW_SAMPLES in a run with a time budget (three still give a median and an interval,
+    # not a rank-test verdict between two such cells: significance.best_p(3, 3) = 0.1)
     slow_samples: int = 7
 
     @property

@@ -133,8 +133,9 @@ def projection(problem: Problem, size: Size, operator: str, dtype: str, result: 
     """
     r = np.asarray(result, dtype=np.float64)
     if spec(operator).per_example:
-        by_example, by_entry = _per_example_weights(r.shape)
-        return float(by_example @ (r.reshape(r.shape[0], -1) @ by_entry))
+        rows = np.atleast_1d(r)  # pmap_grad's result has x's shape, a scalar x included
+        by_example, by_entry = _per_example_weights(rows.shape)
+        return float(by_example @ (rows.reshape(rows.shape[0], -1) @ by_entry))
     wrt_shape = shapes_of(problem, size).wrt if wrt_shape is None else tuple(wrt_shape)
     u, v = _seeded_vectors(output_shape(problem, size), wrt_shape, dtype)
     if spec(operator).family == NESTED:  # the function's own output, its derivatives taken inside it
