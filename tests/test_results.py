@@ -348,7 +348,7 @@ def test_a_cell_with_one_or_two_samples_has_a_median_and_no_interval_or_ranking(
     assert verdict.fastest is full and verdict.rivals[0].ratio is None and not verdict.clear  # 2.1× but untested
 
 
-def test_merged_shards_take_the_newest_schema_among_them(tmp_path):
+def test_merged_shards_are_written_under_this_schema(tmp_path):
     """A shard left at schema 3 (its --resume never opened the writer) must not label a schema-4 shard's records
     with its header when it comes first: an older adcompare would then compare unlike projections."""
     old, new, out = tmp_path / "1.jsonl", tmp_path / "2.jsonl", tmp_path / "all.jsonl"

@@ -204,13 +204,13 @@ def merge_files(paths: Sequence[str | Path], out: str | Path) -> None:
     place, so an interrupted merge leaves the old file whole."""
     out = Path(out)
     tmp = out.with_name(out.name + ".merging")
-    files = [_read_lines(path) for path in map(Path, paths)]
-    schema = max(head["schema"] for head, _, _ in files)  # a shard left at an older schema must not label newer records
     with tmp.open("w") as f:
-        for i, (head, records, _) in enumerate(files):
+        for i, path in enumerate(map(Path, paths)):
+            head, records, _ = _read_lines(path)
             own = Provenance.from_json(head["provenance"], [r for r in records if r.get("record") == "worker"]).machine
-            if i == 0:
-                f.write(json.dumps({**head, "schema": schema}) + "\n")
+            if i == 0:  # this schema, as a resume upgrades: an older shard's records read unchanged under it, and
+                # a shard left at an older schema must not label a newer shard's records with its own
+                f.write(json.dumps({**head, "schema": SCHEMA}) + "\n")
             f.write(json.dumps({"record": "machine", **own.to_json()}) + "\n")
             for rec in records:
                 if rec.get("record") == "cell" and not rec.get("machine"):
