@@ -18,6 +18,7 @@ import pytest
 from adcompare import report
 from adcompare.analysis import compile_cost, sizes
 from adcompare.model.measurement import Timing
+from adcompare.model.timing_policy import report_policy
 from adcompare.store import results
 from adcompare.store.provenance import Provenance
 
@@ -339,5 +340,6 @@ def test_sigterm_while_report_runs_the_quick_suite_keeps_its_cells_and_says_so(t
     said = " ".join(report_run.communicate(timeout=300)[0].split())
     assert report_run.returncode == 143, said
     kept = results.cells_in(path)
+    assert results.load([path]).provenance[0].timing_policy == report_policy().describe()  # 0.1 s of blocks
     assert kept >= 1 and f"terminated (SIGTERM); the {kept} cell(s) that finished are in '{path}': report them " \
                          f"with: adcompare report {path}" in said

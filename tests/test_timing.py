@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from adcompare.model.timing_policy import BUDGET_SLOW_SAMPLES, TimingPolicy, budget_policy
+from adcompare.model.timing_policy import (
+    BUDGET_SLOW_SAMPLES,
+    REPORT_MIN_TIME,
+    REPORT_WARMUP_TIME,
+    TimingPolicy,
+    budget_policy,
+    report_policy,
+)
 from adcompare.plugin.adapter import Prepared
 from adcompare.run.timing import measure, median_interval, precise
 
@@ -135,3 +142,17 @@ def test_a_first_call_slow_only_because_it_compiled_leaves_the_cell_on_the_usual
     timing = measure(Prepared(_work), lambda out: None, 5.0, compiled=True, policy=policy)
     assert timing.warmup_calls >= 2 and timing.number > 1 and timing.stopped == ""
     assert timing.compile_method == "first call minus steady state"
+
+
+def test_the_report_policy_times_a_fast_cell_with_the_blocks_the_rank_test_needs_after_a_short_warm_up():
+    """`adcompare report`'s own quick-suite run (report_policy): a fast call gets min_samples blocks of block_time
+    (70 ms) after a 20 ms warm-up, not 0.2 s of blocks after 50 ms; its header says so in words
+    (TimingPolicy.describe)."""
+    quick = report_policy()
+    assert quick == replace(TimingPolicy(), min_time=REPORT_MIN_TIME, warmup_time=REPORT_WARMUP_TIME)
+    assert REPORT_MIN_TIME == pytest.approx(quick.min_samples * quick.block_time) and REPORT_WARMUP_TIME == 0.02
+    timing = measure(_sleeper(0.0005), lambda out: None, 0.0005, compiled=False, policy=quick)
+    assert len(timing.samples) >= quick.min_samples and timing.warmup_calls >= 2
+    assert "for at least 0.07 s and 7 blocks" in quick.describe() and "after a 0.02 s warm-up" in quick.describe()
+    assert "for at least 0.2 s and 7 blocks" in TimingPolicy().describe()
+    assert "timed with 3 calls" in budget_policy(True).describe() and "0.29 s" in budget_policy(True).describe()

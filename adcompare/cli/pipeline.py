@@ -20,6 +20,7 @@ from adcompare.model.errors import UsageError
 from adcompare.model.fingerprint import Machine, this_machine
 from adcompare.model.measurement import Measurement
 from adcompare.model.observer import RunObserver
+from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.registry import Registry, load
 from adcompare.run.session import distributions
 from adcompare.store import provenance
@@ -44,9 +45,9 @@ def machine(registry: Registry) -> Machine:
     return this_machine(distributions(registry))
 
 
-def run_provenance(registry: Registry, threads: int) -> provenance.Provenance:
-    """This run's header, with the machine fingerprint its records carry."""
-    return provenance.collect(threads, machine(registry))
+def run_provenance(registry: Registry, threads: int, policy: TimingPolicy) -> provenance.Provenance:
+    """This run's header, with the machine fingerprint its records carry and the timing policy of its cells."""
+    return provenance.collect(threads, machine(registry), policy.describe())
 
 
 def past_runs() -> list[Path]:

@@ -11,6 +11,7 @@ from adcompare.cli.arguments import timeouts
 from adcompare.cli.pipeline import load_registry, plan_cells, print_findings, run_provenance, watching
 from adcompare.cli.tables import out
 from adcompare.model.errors import UsageError
+from adcompare.model.timing_policy import report_policy
 from adcompare.plugin.registry import Registry
 from adcompare.report import build
 from adcompare.report.page import hook_sections
@@ -28,10 +29,12 @@ def _run_quick_suite(registry: Registry, args: argparse.Namespace, out_dir: Path
         raise UsageError(f"{str(out_dir)!r} already holds the results of an earlier report; choose another -o, "
                          f"or report them: adcompare report {path}")
     plan = plan_cells(registry, Selection(suite="quick"), memory_limit_gib=args.memory_limit)
-    target = Output(path, run_provenance(registry, args.threads), then=f"report them with: adcompare report {path}")
+    policy = report_policy()
+    target = Output(path, run_provenance(registry, args.threads, policy),
+                    then=f"report them with: adcompare report {path}")
     with watching(plan, 1, show_progress=not args.no_progress) as observers:
-        run_session(registry, plan, RunOptions(**timeouts(args, plan), threads=args.threads), output=target,
-                    observers=observers)
+        run_session(registry, plan, RunOptions(**timeouts(args, plan), threads=args.threads, policy=policy),
+                    output=target, observers=observers)
     return load([path], registry.problems)
 
 

@@ -129,7 +129,8 @@ def command(args: argparse.Namespace) -> int:
             raise interrupted(request.output, cells_in(request.output), "rerun the same command with --resume",
                               terminated=isinstance(stop, SigtermReceived)) from None
     plan = _plan(registry, args)  # before the output: a selection error leaves no empty results file behind
-    header = run_provenance(registry, args.threads)
+    policy = budget_policy(bool(args.max_time))
+    header = run_provenance(registry, args.threads, policy)
     confirm = confirmation(args)
     output, fresh = _settle_output(args)
     recovered = _recovered(output) if args.resume else []
@@ -138,7 +139,7 @@ def command(args: argparse.Namespace) -> int:
     to_run, left_out = st.to_run(args.rounds)
     options = RunOptions(**timeouts(args, to_run), threads=args.threads, deadline=st.deadline(),
                          budget=args.max_time or "", rounds=args.rounds, confirm=confirm, estimate=st.estimate,
-                         policy=budget_policy(bool(args.max_time)))
+                         policy=policy)
     target = Output(Path(output), header, resume=args.resume, overwrite=args.overwrite, fresh=fresh,
                     then=f"add --resume -o {output} to the same command to run the rest")
     with watching(to_run, args.rounds, show_progress=not args.no_progress) as observers:

@@ -27,11 +27,32 @@ class TimingPolicy:
         is slow (timing.py times it without a warm-up call, one call per block)."""
         return self.max_time / self.min_samples
 
+    def describe(self) -> str:
+        """The policy in words, as the results header records it (provenance `timing_policy`)."""
+        return (f"steady state in {self.block_time * 1e3:g} ms blocks for at least {self.min_time:g} s and "
+                f"{self.min_samples} blocks (early stop once the median is within ±{self.precision:.0%}; at most "
+                f"{self.max_time:g} s), after a {self.warmup_time:g} s warm-up; a slow cell (a call over "
+                f"{self.block_allotment:.2f} s) is timed with {self.slow_samples} calls")
+
 
 # A `--max-time` run times a slow cell with this many calls, not min_samples: a budget buys more cells so. GradBench's
 # own evals time a call until one run and one second have passed (--min-runs 1 --min-seconds 1), ADBench's until ten
 # runs or its time limit; three calls keep a median, a minimum and an interval (measurement.FEW_SAMPLES).
 BUDGET_SLOW_SAMPLES = 3
+
+
+# `adcompare report` given no results times the quick suite as a first look at every finding, within about 150 s
+# here: a fast cell gets the blocks the rank test needs (min_samples of block_time: 70 ms) after a 20 ms warm-up
+# (at least two calls), not 0.2 s of blocks after 50 ms (torch.utils.benchmark's blocked_autorange runs 0.2 s;
+# Google Benchmark warms up for 0 s by default). 313 of the quick suite's 348 timed cells are fast cells, which stop
+# there: 0.25 s of timing each became 0.09 s. `adcompare run --suite quick` keeps the default.
+REPORT_MIN_TIME = 0.07
+REPORT_WARMUP_TIME = 0.02
+
+
+def report_policy() -> TimingPolicy:
+    """The timing policy of the quick suite that `adcompare report` runs when given no results."""
+    return TimingPolicy(min_time=REPORT_MIN_TIME, warmup_time=REPORT_WARMUP_TIME)
 
 
 def budget_policy(budgeted: bool) -> TimingPolicy:

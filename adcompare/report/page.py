@@ -33,8 +33,8 @@ from adcompare.report.svgchart import Chart, Palette
 from adcompare.store.provenance import Provenance
 from adcompare.store.results import Results
 
-PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "platform", "python",
-                    "numpy", "adcompare", "git_commit", "resumed")
+PROVENANCE_ORDER = ("host", "date", "cpu", "cpu_count", "gpu", "threads", "thread_policy", "timing_policy",
+                    "platform", "python", "numpy", "adcompare", "git_commit", "resumed")
 
 
 def number(value: float | None) -> str:

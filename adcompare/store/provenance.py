@@ -76,6 +76,7 @@ class Provenance:
     cpu_count: int | None = None
     threads: int | None = None
     thread_policy: str = ""
+    timing_policy: str = ""  # TimingPolicy.describe() of the run's cells ("" in files written before it)
     source: str = ""  # a producer other than `adcompare run` (pytest-benchmark's JSON)
     environments: Mapping[str, EnvironmentRecord] = field(default_factory=dict)  # run --env, in the order named
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this adcompare does not know
@@ -93,7 +94,7 @@ class Provenance:
                     out["environments"] = {name: env.to_json() for name, env in value.items()}
             elif f.name == "extra":
                 out.update(value)
-            elif f.name != "source" or value:
+            elif f.name not in ("source", "timing_policy") or value:
                 out[f.name] = value
         return out
 
@@ -115,7 +116,8 @@ class Provenance:
             numpy=str(data.get("numpy") or ""), cpu=str(data.get("cpu") or ""), gpu=str(data.get("gpu") or ""),
             cpu_count=int(count) if isinstance(count, (int, float)) else None,
             threads=int(threads) if isinstance(threads, (int, float)) else None,
-            thread_policy=str(data.get("thread_policy") or ""), source=str(data.get("source") or ""),
+            thread_policy=str(data.get("thread_policy") or ""),
+            timing_policy=str(data.get("timing_policy") or ""), source=str(data.get("source") or ""),
             environments={str(name): EnvironmentRecord.from_json(env)
                           for name, env in (data.get("environments") or {}).items() if isinstance(env, Mapping)},
             extra={k: v for k, v in data.items() if k not in known})
@@ -150,8 +152,9 @@ class Resumption:
         return f"{self.date} on commit {self.git_commit or 'unknown'} (adcompare {self.adcompare})"
 
 
-def collect(threads: int, machine: Machine) -> Provenance:
-    """The results header's provenance; `machine` is the fingerprint every record of this run carries."""
+def collect(threads: int, machine: Machine, timing_policy: str = "") -> Provenance:
+    """The results header's provenance; `machine` is the fingerprint every record of this run carries,
+    `timing_policy` how its cells are timed (TimingPolicy.describe)."""
     return Provenance(
         machine=machine,
         adcompare=__version__,
@@ -167,4 +170,5 @@ def collect(threads: int, machine: Machine) -> Provenance:
         threads=threads,
         thread_policy=f"{threads} thread(s) per framework: OMP/MKL/OpenBLAS env vars at worker start, "
                       f"plus each framework's own setting",
+        timing_policy=timing_policy,
     )
