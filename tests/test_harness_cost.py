@@ -48,3 +48,12 @@ def test_the_report_method_section_gives_the_total_and_the_worst_cells(tmp_path)
     page = " ".join(build(Results((), ms), tmp_path).read_text(encoding="utf-8").split())
     assert "<b>Harness cost.</b>" in page and "the 2 cells that recorded it spent 6 s of their 8 s (75 %)" in page
     assert "missed by 2. Worst: exp_dot_loss-n10-grad-jax-eager-float64 3 s of 4 s;" in page
+
+
+def test_the_release_of_what_prepare_started_is_the_frameworks_like_prepare():
+    """torch's data-parallel cells stop their gloo helper processes after the timing (`release_seconds`): the
+    mirror of their start in prepare, so the framework's seconds, not the harness's."""
+    plain, released = _cell("n10"), _cell("n10", release_seconds=1.5, wall_seconds=4.5)
+    (a,), (b,) = harness_cost([plain]).cells, harness_cost([released]).cells
+    assert b.own == pytest.approx(a.own) == pytest.approx(4.5 - (0.3 + 0.2 + 0.5 + 1.5))
+    assert b.stages == pytest.approx(a.stages) and b.wall == pytest.approx(a.wall + 1.5)

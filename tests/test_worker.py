@@ -255,3 +255,42 @@ def test_a_workers_start_up_is_what_the_parent_waited_for_it(monkeypatch):
         info = worker.start()
         waited = time.perf_counter() - began
         assert own and own[0] < info.startup_seconds <= waited
+
+
+def test_two_groups_workers_start_together_and_each_start_is_reported_with_its_first_cell(fault_registry,
+                                                                                          monkeypatch):
+    """Outside a --max-time run the CPU workers of two groups in a row start side by side (start_together), before
+    either group's cells: each start is still reported once, with its worker's first cell, and that cell's wall time
+    keeps the framework's seconds (the start it did not wait for is not taken out of it)."""
+    together: list[list[str]] = []
+    real = runner.start_together
+    monkeypatch.setattr(runner, "start_together",
+                        lambda workers: together.append([w.dtype for w in workers]) or real(workers))
+    cells = [_cell("fine"), replace(_cell("fine"), variant="compiled"), _cell("fine", dtype="float32")]
+    seen = Recording()
+    out = runner.run(fault_registry, Plan(tuple(cells), ()), runner.RunOptions(timeout=60.0, threads=1, policy=QUICK),
+                     observer=seen)
+    assert together == [["float64", "float32"]]
+    assert [w["dtype"] for w in seen.workers] == ["float64", "float32"]
+    assert seen.workers[0]["pid"] != seen.workers[1]["pid"]
+    first64, second64, first32 = out
+    assert all(m.status is Status.OK for m in out), [m.message for m in out]
+    # each first cell is charged its worker's part of the wall time the two starts took together: at most its own
+    for first, info in ((first64, seen.workers[0]), (first32, seen.workers[1])):
+        assert 0 < first.details["worker_start_seconds"] <= info["startup_seconds"] + 1e-4
+    assert "worker_start_seconds" not in second64.details
+    for m in out:
+        framework = m.details.get("prepare_seconds", 0) + m.timing.first_call + m.timing.call_seconds
+        assert m.details["wall_seconds"] >= framework
+
+
+def test_a_worker_that_cannot_start_together_is_left_for_its_first_cell_to_report():
+    from adcompare.run.worker_handle import WorkerProcess, start_together
+
+    with WorkerProcess("autograd", "float64", "cpu", 1) as good, \
+            WorkerProcess("no_such_adapter", "float64", "cpu", 1) as bad:
+        start_together([good, bad])
+        assert good.alive and good.prestarted and good.starts == 1 and good.info.startup_seconds > 0
+        assert not bad.alive and not bad.prestarted and bad.info is None
+        with pytest.raises(RuntimeError, match="no_such_adapter/float64/cpu failed to start"):  # runner: crashed
+            bad.run(_cell("fine", adapter="no_such_adapter"), timeout=60.0)

@@ -2,10 +2,12 @@
 
 A cell's wall (`details.wall_seconds`, the runner's, its worker's start-up excluded) is the framework's seconds —
 prepare (transforms, compilation: `details.prepare_seconds`), the first call, the timed calls
-(`timing.call_seconds`) — and the harness's: the worker's stages in `details.overhead_seconds` (inputs, setup,
-reference, check, timing_loop) and the rest ("other": the parent, the protocol, the worker's loop). A worker's
-start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared by the cells
-that worker ran. The goal (issue 39): at most max(10 %, 1 s) of every cell's wall time.
+(`timing.call_seconds`), and the release of what prepare started beyond memory (torch's data-parallel helper
+processes: `details.release_seconds`) — and the harness's: the worker's stages in `details.overhead_seconds`
+(inputs, setup, reference, check, timing_loop) and the rest ("other": the parent, the protocol, the worker's loop).
+A worker's start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared
+by the cells that worker ran; for workers started side by side (run/worker_handle.start_together), the part of the
+wall time their starts took together. The goal (issue 39): at most max(10 %, 1 s) of every cell's wall time.
 """
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ class HarnessCost:
 
 
 def _framework_seconds(m: Measurement) -> float:
-    seconds = float(m.details.get("prepare_seconds", 0.0) or 0.0)
+    seconds = sum(float(m.details.get(key, 0.0) or 0.0) for key in ("prepare_seconds", "release_seconds"))
     if m.timing is not None:
         return seconds + m.timing.first_call + m.timing.call_seconds
     return seconds + float(m.details.get("first_call_seconds", 0.0) or 0.0)

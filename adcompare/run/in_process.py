@@ -245,7 +245,10 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     if measured is not None:
         overhead["timing_loop"] = max(0.0, measured.total_seconds - measured.call_seconds)
         details[OVERHEAD] = {k: round(v, 4) for k, v in overhead.items()}
-    release(prepared)
+    if prepared.close is not None:  # the framework's own teardown, like prepare (torch's gloo helpers leaving)
+        began = time.perf_counter()
+        release(prepared)
+        details["release_seconds"] = round(time.perf_counter() - began, 4)
     return measurement(status=status, message=called.message, timing=measured, check=check,
                        host_peak_bytes=memory.host_peak_bytes(),
                        device_peak_bytes=adapter.peak_device_memory(cell.device), details=details)

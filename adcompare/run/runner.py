@@ -31,10 +31,16 @@ from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.timing import FIRST_CALL_ONLY
 from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
-from adcompare.run.worker_handle import WorkerProcess
+from adcompare.run.worker_handle import WorkerProcess, start_together
 from adcompare.study.budget import COST_ROUNDS, cost_rounds, left_out
 from adcompare.study.estimate import Estimate, LiveEstimate
 from adcompare.study.plan import Plan
+
+# Worker groups whose workers start side by side (start_together), before any of their cells is timed: a fresh
+# worker's interpreter and framework imports (TensorFlow's 3-5 s) keep one core busy, and the groups' workers
+# started one by one were 20 of `adcompare report`'s 200 s here. Two: a pair's idle worker holds its framework's
+# memory (TensorFlow about 650 MB) while the other's cells run; GPU workers still start one at a time.
+STARTED_TOGETHER = 2
 
 
 @dataclass(frozen=True)
@@ -154,22 +160,33 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     options: RunOptions, cache_dir: Path, observer: RunObserver, live: LiveEstimate | None = None,
                     timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], TimedOut]] | None = None,
                     deferral: Deferral | None = None) -> Iterator[Measurement]:
-    """Each worker group's cells in one fresh worker process, group after group. Groups that differ only by
+    """Each worker group's cells in one fresh worker process, group after group; outside a --max-time run the CPU
+    workers of two groups in a row start together (start_together), before either's cells. Groups that differ only by
     environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
     as in odd rounds, put the other environment first): a load that comes and goes then falls on both sides of a
     cell alike, which is what comparing environments needs."""
     bundles: dict[tuple[str, ...], list[Sequence[Cell]]] = defaultdict(list)
     for cells in groups.values():
         bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
-    for bundle in bundles.values():
-        with ExitStack() as stack:
-            workers = []
-            for cells in bundle:
-                first = cells[0]
-                workers.append(stack.enter_context(WorkerProcess(
-                    first.adapter, first.dtype, first.device, options.threads, registry.plugins, cache_dir,
-                    interpreter=options.interpreters.get(first.environment), inputs=registry.inputs,
-                    seed=registry.seed, devices=first.devices)))
+    order = list(bundles.values())
+    with ExitStack() as stack:
+        made: dict[int, list[WorkerProcess]] = {}
+
+        def workers_of(i: int) -> list[WorkerProcess]:
+            if i not in made:
+                made[i] = [stack.enter_context(WorkerProcess(
+                    cells[0].adapter, cells[0].dtype, cells[0].device, options.threads, registry.plugins, cache_dir,
+                    interpreter=options.interpreters.get(cells[0].environment), inputs=registry.inputs,
+                    seed=registry.seed, devices=cells[0].devices)) for cells in order[i]]
+            return made[i]
+
+        for i, bundle in enumerate(order):
+            if i not in made and live is None:  # a budget may leave a started worker unused: not there
+                together = [w for j in range(i, min(i + STARTED_TOGETHER, len(order))) for w in workers_of(j)
+                            if w.device == "cpu"]
+                if len(together) > 1:
+                    start_together(together)
+            workers = workers_of(i)
             adapter = registry.adapters.get(bundle[0][0].adapter)
             group = bundle[0][0].worker_group
             measured = (_run_group(workers[0], bundle[0], options, observer, live,
@@ -181,6 +198,8 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report
                     m = replace(m, compiles=adapter.compiled_from(m.cell.variant))
                 yield m
+            for worker in workers:
+                worker.close()
 
 
 def _measure_in_rounds(registry: Registry, groups: Mapping[tuple[str, ...], Sequence[Cell]],
@@ -329,12 +348,17 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
     cell its timeout stopped with a few calls kept — is noted in `timed_out` (the larger sizes of its family are
     skipped: each would spend its whole timeout)."""
     started_here: dict[str, float] = {}
-    if worker.starts != started and worker.info is not None:
+    if (worker.starts != started or worker.prestarted) and worker.info is not None:
         info = worker.info.to_json()
         environment = m.cell.environment
         observer.on_worker({**info, "environment": environment} if environment != CURRENT else info)
-        wall -= worker.info.startup_seconds
-        started_here = {"worker_start_seconds": round(worker.info.startup_seconds, 4)}
+        start = worker.info.startup_seconds
+        if worker.starts != started:  # it started within this cell's wall time
+            wall -= start
+        elif worker.start_share is not None:  # before it, beside other workers (start_together): its part of that
+            start = worker.start_share
+        worker.prestarted, worker.start_share = False, None
+        started_here = {"worker_start_seconds": round(start, 4)}
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))
     if m.status is Status.TIMEOUT:

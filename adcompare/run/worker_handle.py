@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,12 @@ class WorkerProcess:
     _reader: int | None = field(default=None, repr=False)
     _buffer: bytes = field(default=b"", repr=False)
     _log: Any = field(default=None, repr=False)
+    _launched: float = field(default=0.0, repr=False)
+    _awaiting: bool = field(default=False, repr=False)  # launched, its first record not read yet
+    # started by start_together before its first cell: its start is reported with that cell (runner._recorded)
+    # but was not part of the cell's wall time
+    prestarted: bool = False
+    start_share: float | None = None  # its part of the wall time of the workers started with it (start_together)
     _eof: bool = field(default=False, repr=False)
     _progress: list[tuple[float, Progress]] = field(default_factory=list, repr=False)  # (when received, what)
 
@@ -106,6 +113,14 @@ class WorkerProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> WorkerInfo:
+        """Launch the worker (unless `launch` did) and wait for its first record."""
+        if not self._awaiting:
+            self.launch()
+        record = self._read(max(0.0, self._launched + self.startup_timeout - time.perf_counter()))
+        return self._started(record, time.perf_counter())
+
+    def launch(self) -> None:
+        """Start the worker's process without waiting for it (start_together starts several at once)."""
         read_fd, write_fd = os.pipe()
         self._log = tempfile.TemporaryFile()
         env = worker_environment(self.threads, self.cache_dir, share_references=not self.interpreter)
@@ -125,14 +140,17 @@ class WorkerProcess:
             cmd += ["--seed", str(self.seed)]
         if self.devices != 1:
             cmd += ["--devices", str(self.devices)]
-        launched = time.perf_counter()
+        self._launched = time.perf_counter()
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
                                       pass_fds=(write_fd,), env=env,
                                       start_new_session=True)
         os.close(write_fd)
-        self._reader, self._buffer = read_fd, b""
+        self._reader, self._buffer, self._awaiting = read_fd, b"", True
+
+    def _started(self, record: dict[str, Any] | None, arrived: float) -> WorkerInfo:
+        """The launched worker's first record, read at `arrived`; raises RuntimeError when it is none."""
         self.starts += 1
-        record = self._read(self.startup_timeout)
+        self._awaiting = False
         if record is None or record.get("record") != WORKER:
             why = self._death_reason()
             self.close()
@@ -141,7 +159,7 @@ class WorkerProcess:
         # The start-up as the parent waits for it: the interpreter's launch and the worker's imports (0.3–0.7 s
         # here) come before the worker's own clock starts, and were charged to the first cell's wall time.
         info = WorkerInfo.from_json(record)
-        self.info = replace(info, startup_seconds=max(info.startup_seconds, time.perf_counter() - launched))
+        self.info = replace(info, startup_seconds=max(info.startup_seconds, arrived - self._launched))
         return self.info
 
     def _read(self, timeout: float | None) -> dict[str, Any] | None:
@@ -245,6 +263,7 @@ class WorkerProcess:
         self.close()
 
     def close(self) -> None:
+        self._awaiting = False
         if self._proc is not None:
             if self._proc.poll() is None:
                 try:
@@ -267,6 +286,35 @@ class WorkerProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def start_together(workers: Sequence[WorkerProcess], poll: float = 0.02) -> None:
+    """Start `workers` at once — their interpreters and framework imports side by side on the machine's cores — and
+    wait until every one is ready, so that no cell is timed while one starts. Each records its own start-up (to the
+    `poll`) and, as `start_share`, its part of the wall time they took together (in proportion to its own), which
+    is what its cells are charged; one that fails is left unstarted: its first cell starts it again and records
+    why it cannot."""
+    for worker in workers:
+        worker.launch()
+    began = min(worker._launched for worker in workers)
+    pending, ready = list(workers), []
+    while pending:
+        for worker in list(pending):
+            record = worker._read(poll)
+            if record is None and not worker._eof and time.perf_counter() < worker._launched + worker.startup_timeout:
+                continue
+            pending.remove(worker)
+            try:
+                worker._started(record, time.perf_counter())
+            except RuntimeError:
+                continue
+            worker.prestarted = True
+            ready.append(worker)
+    wall = time.perf_counter() - began
+    own = sum(worker.info.startup_seconds for worker in ready if worker.info is not None)
+    for worker in ready:
+        if worker.info is not None and own > 0:
+            worker.start_share = wall * worker.info.startup_seconds / own
 
 
 STOPPED = "cell timeout"  # Timing.stopped of the calls kept from a worker its cell's timeout stopped
