@@ -204,7 +204,7 @@ class TorchAdapter(Adapter):
         fn = self.transforms[bound.operator](torch.func, f)
         if bound.variant == "eager":
             return Prepared(lambda: fn(*args), details=details)
-        return prepare_compiled(torch, fn, args, details)
+        return prepare_compiled(torch, fn, args, details, bound.request.device)
 
     def sync(self, out: Any) -> None:
         if out.is_cuda:

@@ -7,6 +7,7 @@ inductor did (graphs, breaks, recompiles, cache hits) goes into the cell's detai
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -82,9 +83,30 @@ def _compile_details(before: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     return details
 
 
+def probe_cpu_isa() -> float | None:
+    """Seconds inductor's one-time probe of the CPU's vector instructions took (it builds and runs a test program
+    per instruction set; 9-11 s of a 2-core machine, cached per inductor cache directory, and adcompare's is fresh
+    per run), or None where this process had already probed or inductor's private module moved. Done in prepare,
+    so that the first compiled cell's compile time (first call minus steady state) is its own graph's: in
+    `adcompare report` it was 9.5 s for exp_dot_loss n100 grad against 1.1 s for jacrev, the next cell."""
+    try:
+        from torch._inductor import cpu_vec_isa
+    except ImportError:
+        return None
+    probe = getattr(cpu_vec_isa, "valid_vec_isa_list", None)
+    if probe is None or getattr(probe, "cache_info", lambda: None)() is None or probe.cache_info().currsize:
+        return None
+    began = time.perf_counter()
+    probe()
+    return time.perf_counter() - began
+
+
 def prepare_compiled(torch: ModuleType, fn: Callable[..., Any], args: tuple[Any, ...],
-                     details: dict[str, Any]) -> Prepared:
+                     details: dict[str, Any], device: str = "cpu") -> Prepared:
     """`fn(*args)` under torch.compile, compiled on its first call; a graph break fails the cell."""
+    probed = probe_cpu_isa() if device == "cpu" else None
+    if probed is not None:
+        details = {**details, "cpu_isa_probe_seconds": round(probed, 4)}
     torch._dynamo.reset()  # fresh per cell: torch.func wrappers share one code object (see the module docstring)
     torch._dynamo.config.fail_on_recompile_limit_hit = True  # never fall back to eager silently
     torch.compiler.set_stance("default")  # a compiled cell never closed (run_once's callers) left its stance

@@ -268,6 +268,12 @@ def test_compiled_cells_in_a_row_compile_once_each_and_record_the_cache(registry
         assert d["inductor_cache_dir"] == str(tmp_path / "inductor")
     assert first["inductor_cache_dir_before"] == "empty" and first["inductor_cache"] == "cold"
     assert again["inductor_cache_dir_before"] == "populated" and again["inductor_cache"] == "warm"
+    # inductor's one-time probe of the CPU's vector instructions runs in prepare (recorded where it ran), never in
+    # a compiled cell's first call, whose compile time is then its own graph's; a process probes once
+    from adcompare.adapters.torch_compile import probe_cpu_isa
+
+    assert second.get("cpu_isa_probe_seconds") is None and again.get("cpu_isa_probe_seconds") is None
+    assert first.get("cpu_isa_probe_seconds", 1.0) > 0 and probe_cpu_isa() is None
 
 
 def test_graph_break_fails_the_compiled_cell(adapter):
