@@ -294,3 +294,9 @@ def test_a_worker_that_cannot_start_together_is_left_for_its_first_cell_to_repor
         assert not bad.alive and not bad.prestarted and bad.info is None
         with pytest.raises(RuntimeError, match="no_such_adapter/float64/cpu failed to start"):  # runner: crashed
             bad.run(_cell("fine", adapter="no_such_adapter"), timeout=60.0)
+
+
+def test_workers_start_two_at_a_time_and_the_last_group_never_alone():
+    batches = [[list(b) for b in runner.start_batches(n)] for n in range(1, 8)]
+    assert batches == [[[0]], [[0, 1]], [[0, 1, 2]], [[0, 1], [2, 3]], [[0, 1], [2, 3, 4]],
+                       [[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5, 6]]]

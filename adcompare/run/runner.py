@@ -38,9 +38,23 @@ from adcompare.study.plan import Plan
 
 # Worker groups whose workers start side by side (start_together), before any of their cells is timed: a fresh
 # worker's interpreter and framework imports (TensorFlow's 3-5 s) keep one core busy, and the groups' workers
-# started one by one were 20 of `adcompare report`'s 200 s here. Two: a pair's idle worker holds its framework's
-# memory (TensorFlow about 650 MB) while the other's cells run; GPU workers still start one at a time.
+# started one by one were 20 of `adcompare report`'s 200 s here. Two (three where the last group would otherwise
+# start alone): a batch's idle workers hold their framework's memory (TensorFlow about 650 MB) while the first
+# one's cells run; GPU workers still start one at a time.
 STARTED_TOGETHER = 2
+
+
+def start_batches(count: int, size: int = STARTED_TOGETHER) -> list[range]:
+    """Worker groups 0 … count − 1 in the batches whose workers start together: `size` at a time, the last group
+    joining the batch before it rather than start alone."""
+    batches: list[range] = []
+    start = 0
+    while start < count:
+        end = min(start + size, count)
+        end += end == count - 1
+        batches.append(range(start, end))
+        start = end
+    return batches
 
 
 @dataclass(frozen=True)
@@ -161,10 +175,10 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], TimedOut]] | None = None,
                     deferral: Deferral | None = None) -> Iterator[Measurement]:
     """Each worker group's cells in one fresh worker process, group after group; outside a --max-time run the CPU
-    workers of two groups in a row start together (start_together), before either's cells. Groups that differ only by
-    environment run together, one worker each, taking turns cell by cell in the groups' order (reversed groups,
-    as in odd rounds, put the other environment first): a load that comes and goes then falls on both sides of a
-    cell alike, which is what comparing environments needs."""
+    workers of two groups in a row (three at the end) start together (start_together), before their cells. Groups
+    that differ only by environment run together, one worker each, taking turns cell by cell in the groups' order
+    (reversed groups, as in odd rounds, put the other environment first): a load that comes and goes then falls on
+    both sides of a cell alike, which is what comparing environments needs."""
     bundles: dict[tuple[str, ...], list[Sequence[Cell]]] = defaultdict(list)
     for cells in groups.values():
         bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
@@ -180,10 +194,10 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     seed=registry.seed, devices=cells[0].devices)) for cells in order[i]]
             return made[i]
 
+        batches = {batch.start: batch for batch in start_batches(len(order))}
         for i, bundle in enumerate(order):
-            if i not in made and live is None:  # a budget may leave a started worker unused: not there
-                together = [w for j in range(i, min(i + STARTED_TOGETHER, len(order))) for w in workers_of(j)
-                            if w.device == "cpu"]
+            if i in batches and live is None:  # a budget may leave a started worker unused: not there
+                together = [w for j in batches[i] for w in workers_of(j) if w.device == "cpu"]
                 if len(together) > 1:
                     start_together(together)
             workers = workers_of(i)
