@@ -1,6 +1,8 @@
 """The harness's own cost (analysis/harness_cost.py) against a recount by hand of the records' fields."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from adcompare.analysis.harness_cost import harness_cost
@@ -57,3 +59,26 @@ def test_the_release_of_what_prepare_started_is_the_frameworks_like_prepare():
     (a,), (b,) = harness_cost([plain]).cells, harness_cost([released]).cells
     assert b.own == pytest.approx(a.own) == pytest.approx(4.5 - (0.3 + 0.2 + 0.5 + 1.5))
     assert b.stages == pytest.approx(a.stages) and b.wall == pytest.approx(a.wall + 1.5)
+
+
+def test_a_reference_differenced_once_is_shared_by_the_cells_that_use_it():
+    """A size's jacfwd and jacrev share one float64 Jacobian, differenced by the first cell that needs it and read
+    back by the next (verify/shared_references.py): each is charged half, and the totals stay what was spent."""
+    def cell(operator: str, adapter: str, reference: float) -> Measurement:
+        m = _cell("n10", adapter)
+        return replace(m, cell=replace(m.cell, operator=operator),
+                       details={**m.details, "overhead_seconds": {**m.details["overhead_seconds"],
+                                                                  "reference": reference}})
+
+    first, reader = cell("jacfwd", "jax", 2.0), cell("jacrev", "torch", 0.2)
+    alone = cell("hessian", "torch", 0.4)  # another reference
+    cost = harness_cost([first, reader, alone])
+    by = {c.measurement.cell.operator: c for c in cost.cells}
+    assert by["jacfwd"].stages["reference"] == by["jacrev"].stages["reference"] == pytest.approx(1.1)
+    assert by["hessian"].stages["reference"] == pytest.approx(0.4)
+    assert by["jacfwd"].wall == pytest.approx(3.0 - 0.9) and by["jacrev"].wall == pytest.approx(3.0 + 0.9)
+    (as_spent_first,), (as_spent_reader,) = harness_cost([first]).cells, harness_cost([reader]).cells
+    assert by["jacfwd"].own == pytest.approx(as_spent_first.own - 0.9)
+    assert by["jacrev"].own == pytest.approx(as_spent_reader.own + 0.9)
+    spent = harness_cost([first]).own + harness_cost([reader]).own + harness_cost([alone]).own
+    assert cost.own == pytest.approx(spent) and cost.wall == pytest.approx(3 * 3.0)

@@ -7,7 +7,10 @@ processes: `details.release_seconds`) — and the harness's: the worker's stages
 (inputs, setup, reference, check, timing_loop) and the rest ("other": the parent, the protocol, the worker's loop).
 A worker's start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared
 by the cells that worker ran; for workers started side by side (run/worker_handle.start_together), the part of the
-wall time their starts took together. The goal (issue 39): at most max(10 %, 1 s) of every cell's wall time.
+wall time their starts took together. Likewise a float64 reference, differenced once per run by the first cell
+that needs it and read back by the others (verify/shared_references.py), is shared by the cells that use it:
+each is charged the group's reference seconds ÷ its cells, and its wall moves by the same amount, so the run's
+totals are what was spent. The goal (issue 39): at most max(10 %, 1 s) of every cell's wall time.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import NOT_RUN
+from adcompare.verify.reference import SHARED_REFERENCE
 
 STAGES = ("worker_start", "inputs", "setup", "reference", "check", "timing_loop", "other")
 GOAL = "at most max(10 %, 1 s) of each cell's wall time"
@@ -64,6 +68,14 @@ def _framework_seconds(m: Measurement) -> float:
     return seconds + float(m.details.get("first_call_seconds", 0.0) or 0.0)
 
 
+def _reference_group(m: Measurement) -> tuple:
+    """The cells of a run whose float64 reference is one (verify/shared_references.py): a reference is differenced
+    once per run and environment for a problem, size, dtype and what it is cached under (a size's jacfwd and jacrev
+    share one Jacobian), then read back by every other cell that needs it."""
+    c = m.cell
+    return (m.machine, c.environment, c.problem, c.size, c.dtype, SHARED_REFERENCE.get(c.operator, c.operator))
+
+
 def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
     """The harness's cost of every cell that ran and recorded the split (records written before it are left out)."""
     ran = [m for m in measurements if m.status not in NOT_RUN
@@ -71,18 +83,25 @@ def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
            and isinstance(m.details.get("overhead_seconds"), dict)]
     starts: dict[tuple, float] = defaultdict(float)
     members: dict[tuple, int] = defaultdict(int)
+    references: dict[tuple, float] = defaultdict(float)
+    readers: dict[tuple, int] = defaultdict(int)
     for m in ran:
         group = (m.machine, *m.cell.worker_group)
         starts[group] += float(m.details.get("worker_start_seconds", 0.0) or 0.0)
         members[group] += 1
+        references[_reference_group(m)] += float(m.details["overhead_seconds"].get("reference", 0.0) or 0.0)
+        readers[_reference_group(m)] += 1
     out = []
     for m in ran:
         group = (m.machine, *m.cell.worker_group)
         share = starts[group] / members[group]
+        split = {k: float(v) for k, v in m.details["overhead_seconds"].items()}
+        # the reference's seconds shared by the cells that use it, like a worker's start-up by its cells
+        reference = references[_reference_group(m)] / readers[_reference_group(m)]
+        moved = reference - split.get("reference", 0.0)
         wall = float(m.details["wall_seconds"])
         own = max(0.0, wall - _framework_seconds(m))
-        split = {k: float(v) for k, v in m.details["overhead_seconds"].items()}
-        stages = {"worker_start": share, **{k: split.get(k, 0.0) for k in STAGES[1:-1]},
+        stages = {"worker_start": share, **{k: split.get(k, 0.0) for k in STAGES[1:-1]}, "reference": reference,
                   "other": max(0.0, own - sum(split.values()))}
-        out.append(CellCost(m, wall + share, own + share, stages))
+        out.append(CellCost(m, wall + share + moved, own + share + moved, stages))
     return HarnessCost(tuple(sorted(out, key=lambda c: -c.own)))
