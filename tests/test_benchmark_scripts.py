@@ -31,3 +31,23 @@ def test_every_adcompare_name_a_script_imports_exists(script):
                if not hasattr(importlib.import_module(module), name)
                and importlib.util.find_spec(f"{module}.{name}") is None]
     assert not missing, f"{script.name} imports names adcompare no longer has: {missing}"
+
+
+def test_run_to_run_recounts_how_far_two_runs_medians_moved():
+    """benchmarks/run_to_run.py on two real runs of the same cells (the compare fixtures), against a recount."""
+    import math
+    import statistics
+    import subprocess
+    import sys
+
+    from adcompare.store.results import load
+
+    a, b = (Path(__file__).parent / "fixtures" / "compare" / f"honest_{x}.jsonl" for x in "ab")
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "run_to_run.py"), str(a), str(b)],
+                          capture_output=True, text=True, check=True)
+    ok = [{m.cell.key: m.timing.median for m in load([p]).measurements if m.timing and m.status.value == "ok"}
+          for p in (a, b)]
+    common = sorted(set(ok[0]) & set(ok[1]))
+    moved = statistics.median(abs(math.log(ok[0][k] / ok[1][k])) for k in common)
+    assert f"{len(common)} ok cells in all 2 runs" in done.stdout
+    assert f"|log ratio| of medians: median {moved:.3f}," in done.stdout
