@@ -10,6 +10,8 @@ Goal: a few seconds at p = 182,072; gaps at rounding (far below the reference's 
 Measured here (2 shared cores, issue 39): the reference before took 301 s for vmap_jacfwd at p = 182,072 (three
 directional J·v, every example through its own closure); now 1.5-2.3 s, and with the same budget its three J·v
 are bit for bit the old ones (scaled gap 0.0); with a 10 s budget it computes the full (p, 3, 15) Jacobian in 5 s.
+At p = 1,255,268 (n356-m226730) the J·v that prices the differencing is now its first direction, kept: 2.12 s and
+1.88 s (d383cf9) against 1.47 s and 1.30 s, interleaved, the same one direction (scaled gap 0.0).
 Run: python benchmarks/reference_per_example.py [--size n161-m48126-p182072] [--examples 8]
 """
 from __future__ import annotations

@@ -148,7 +148,7 @@ def test_per_example_references_difference_the_whole_batch_to_the_same_numbers(r
 def test_past_the_budget_every_example_is_checked_along_each_direction(registry, monkeypatch):
     """The directional per-example reference: each seeded v gives every example's Jᵢ·v from one batched
     difference, the same as each example's own (and a budget that buys one direction buys one)."""
-    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x: 1e-3)
+    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x, timed=None: 1e-3)
     p = registry.problem("bundle_adjustment")
     inputs = cell_inputs(p, p.size("n3-m10-p30"), "vmap_jacfwd", "float64")
     want, _ = example_by_example(p, inputs, "vmap_jacfwd")
@@ -159,6 +159,26 @@ def test_past_the_budget_every_example_is_checked_along_each_direction(registry,
         assert r.cost <= max(budget, 4e-3)
         for d in r.directional:
             assert d.expected.shape == (30, 3) and scaled_error(d.apply(want), d.expected) <= 1e-9
+
+
+def test_the_directional_derivative_that_prices_the_differencing_is_kept_not_thrown_away(registry, monkeypatch):
+    """A heavy function (here: every price taken as measured) is priced by the first seeded J·v, which the
+    directional reference then keeps: each seeded direction is differenced once (BA's per-example reference at
+    p = 1,255,268 threw a J·e₀ of 0.61 s away)."""
+    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x, timed=None: timed)
+    seen: list[np.ndarray] = []
+    along = differencing.Differ.along
+    monkeypatch.setattr(differencing.Differ, "along",
+                        lambda self, f, x, v, *, estimate: seen.append(np.array(v))
+                        or along(self, f, x, v, estimate=estimate))
+    p = registry.problem("bundle_adjustment")
+    inputs = cell_inputs(p, p.size("n3-m10-p30"), "vmap_jacfwd", "float64")
+    want, _ = example_by_example(p, inputs, "vmap_jacfwd")
+    ref_module.clear_cache()
+    r = reference(p, "n3-m10-p30", "vmap_jacfwd", inputs, budget=0.0)  # one direction: the one that priced
+    assert r.value is None and len(r.directional) == 1
+    (d,) = r.directional
+    assert sum(np.array_equal(v, d.right) for v in seen) == 1 and scaled_error(d.apply(want), d.expected) <= 1e-9
 
 
 def counted_problem(batch_mixing: bool, batches: tuple[int, ...] = (10, 1000)):
@@ -263,7 +283,7 @@ def test_over_budget_references_are_directional_and_say_so(problems, monkeypatch
     """The budget logic under an injected cost model (a fixed price per evaluation), so a slow or busy machine
     cannot move a reference across the budget."""
     price = 1e-5  # seconds per evaluation
-    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x: price)
+    monkeypatch.setattr(ref_module, "seconds_per_evaluation", lambda differ, f, x, timed=None: price)
     p = problems["exp_dot_loss"]
     size = p.size("n100")
     monkeypatch.setattr(ref_module, "FULL_REFERENCE_BUDGET", 1e-4)  # seconds: less than a full Jacobian or one H·v

@@ -428,10 +428,13 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         f = pt.function(problem)
     x = pt.x
     differ, how = choose(problem, f, x)
-    price = seconds_per_evaluation(differ, f, x)
+    seeded = _directions(x.shape, salt=1)
+    started = time.perf_counter()  # the first J·v kept (jvp's, or the first seeded direction's) prices the rest
+    first, first_err = differ.along(f, x, pt.v if operator == "jvp" else seeded[0], estimate=True)
+    price = seconds_per_evaluation(differ, f, x, timed=(time.perf_counter() - started) / differ.evaluations(True))
 
     if operator == "jvp":
-        jv, err = differ.along(f, x, pt.v, estimate=True)
+        jv, err = first, first_err
         rounding = _rounding_error(problem, pt, operator, differ, [pt.v])
         return Reference(jv, f"J·v by {how}", err, cost=differ.evaluations(True) * price, rounding_error=rounding)
 
@@ -448,10 +451,11 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         return Reference(value, f"{how}, {what}", err, cost=full_cost, rounding_error=rounding)
 
     per_direction = differ.evaluations(True) * price
-    vs = _directions(x.shape, salt=1)[:_affordable(budget, per_direction, DIRECTIONS)]
+    vs = seeded[:_affordable(budget, per_direction, DIRECTIONS)]
     directions, worst = [], 0.0
-    for v in vs:
-        jv, err = differ.along(f, x, v, estimate=True)  # per example: every example's Jᵢ·v, stacked
+    for k, v in enumerate(vs):
+        # per example: every example's Jᵢ·v, stacked; the first one priced the differencing (operator ≠ jvp)
+        jv, err = (first, first_err) if k == 0 else differ.along(f, x, v, estimate=True)
         worst = max(worst, err)
         if operator == "vjp":  # ⟨uᵀJ, v⟩ = ⟨u, J·v⟩
             jv = np.tensordot(pt.u, jv, axes=pt.u.ndim)
