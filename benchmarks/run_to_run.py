@@ -38,6 +38,8 @@ def main() -> None:
     runs = [timings(path) for path in args.results]
     common = sorted(set.intersection(*(set(r) for r in runs)))
     print(f"{len(common)} ok cells in all {len(runs)} runs")
+    if not common:
+        return
     for i in range(0, len(runs), 2):
         a, b = runs[i], runs[i + 1]
         moved = [abs(math.log(a[k].median / b[k].median)) for k in common]

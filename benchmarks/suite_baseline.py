@@ -27,8 +27,11 @@ def main() -> None:
     args = parser.parse_args()
     results = load([args.results])
     ms = results.measurements
-    recorded = sum(float(m.details.get("wall_seconds", 0.0)) for m in ms) + \
-        sum(float(w.get("startup_seconds", 0.0)) for w in results.workers)
+    # worker start-ups as the cells were charged them: workers started side by side (start_together) overlap, so
+    # their own start-ups add up to more than the run spent; files from before that have only the workers' own
+    shares = [float(m.details["worker_start_seconds"]) for m in ms if "worker_start_seconds" in m.details]
+    starts = sum(shares) if shares else sum(float(w.get("startup_seconds", 0.0)) for w in results.workers)
+    recorded = sum(float(m.details.get("wall_seconds", 0.0)) for m in ms) + starts
     prov = results.provenance[0]
     entry = {"cells": len(ms), "wall_seconds": round(args.wall if args.wall else recorded, 1),
              "wall_source": "end to end" if args.wall else "sum of cell and start-up times",

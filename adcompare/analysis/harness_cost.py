@@ -70,8 +70,9 @@ def _framework_seconds(m: Measurement) -> float:
 
 def _reference_group(m: Measurement) -> tuple:
     """The cells of a run whose float64 reference is one (verify/shared_references.py): a reference is differenced
-    once per run and environment for a problem, size, dtype and what it is cached under (a size's jacfwd and jacrev
-    share one Jacobian), then read back by every other cell that needs it."""
+    once per run for a problem, size, dtype and what it is cached under (a size's jacfwd and jacrev share one
+    Jacobian), then read back by every other cell that needs it. Workers of another --env environment difference
+    their own; grouping them by environment as well shares each one's cost among its own cells."""
     c = m.cell
     return (m.machine, c.environment, c.problem, c.size, c.dtype, SHARED_REFERENCE.get(c.operator, c.operator))
 

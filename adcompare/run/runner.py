@@ -40,7 +40,8 @@ from adcompare.study.plan import Plan
 # worker's interpreter and framework imports (TensorFlow's 3-5 s) keep one core busy, and the groups' workers
 # started one by one were 20 of `adcompare report`'s 200 s here. Two (three where the last group would otherwise
 # start alone): a batch's idle workers hold their framework's memory (TensorFlow about 650 MB) while the first
-# one's cells run; GPU workers still start one at a time.
+# one's cells run. Counted in bundles (a group's workers in every --env environment); a batch with a GPU worker
+# starts one at a time, so that no idle worker holds a device context while GPU cells are timed.
 STARTED_TOGETHER = 2
 
 
@@ -174,11 +175,11 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     options: RunOptions, cache_dir: Path, observer: RunObserver, live: LiveEstimate | None = None,
                     timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], TimedOut]] | None = None,
                     deferral: Deferral | None = None) -> Iterator[Measurement]:
-    """Each worker group's cells in one fresh worker process, group after group; outside a --max-time run the CPU
-    workers of two groups in a row (three at the end) start together (start_together), before their cells. Groups
-    that differ only by environment run together, one worker each, taking turns cell by cell in the groups' order
-    (reversed groups, as in odd rounds, put the other environment first): a load that comes and goes then falls on
-    both sides of a cell alike, which is what comparing environments needs."""
+    """Each worker group's cells in one fresh worker process, group after group; outside a run with a deadline the
+    workers of two groups in a row (three at the end) start together where all are CPU workers (start_together),
+    before their cells. Groups that differ only by environment run together, one worker each, taking turns cell by
+    cell in the groups' order (reversed groups, as in odd rounds, put the other environment first): a load that
+    comes and goes then falls on both sides of a cell alike, which is what comparing environments needs."""
     bundles: dict[tuple[str, ...], list[Sequence[Cell]]] = defaultdict(list)
     for cells in groups.values():
         bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
@@ -196,9 +197,9 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
 
         batches = {batch.start: batch for batch in start_batches(len(order))}
         for i, bundle in enumerate(order):
-            if i in batches and live is None:  # a budget may leave a started worker unused: not there
-                together = [w for j in batches[i] for w in workers_of(j) if w.device == "cpu"]
-                if len(together) > 1:
+            if i in batches and options.deadline is None:  # a budget may leave a started worker unused
+                together = [w for j in batches[i] for w in workers_of(j)]
+                if len(together) > 1 and all(w.device == "cpu" for w in together):  # none idle during GPU cells
                     start_together(together)
             workers = workers_of(i)
             adapter = registry.adapters.get(bundle[0][0].adapter)

@@ -101,6 +101,8 @@ class WorkerProcess:
     _log: Any = field(default=None, repr=False)
     _launched: float = field(default=0.0, repr=False)
     _awaiting: bool = field(default=False, repr=False)  # launched, its first record not read yet
+    _ready_at: float = field(default=0.0, repr=False)  # when its first record was read
+    _start_failure: RuntimeError | None = field(default=None, repr=False)  # met by start_together, not yet told
     # started by start_together before its first cell: its start is reported with that cell (runner._recorded)
     # but was not part of the cell's wall time
     prestarted: bool = False
@@ -113,8 +115,14 @@ class WorkerProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> WorkerInfo:
-        """Launch the worker (unless `launch` did) and wait for its first record."""
+        """Launch the worker (unless `launch` did) and wait for its first record; a failure start_together met is
+        raised once instead of launching again."""
+        if self._start_failure is not None:
+            failure, self._start_failure = self._start_failure, None
+            raise failure
         if not self._awaiting:
+            if self._proc is not None:  # it died idle: release its pipe and log before the next launch
+                self.close()
             self.launch()
         record = self._read(max(0.0, self._launched + self.startup_timeout - time.perf_counter()))
         return self._started(record, time.perf_counter())
@@ -150,7 +158,7 @@ class WorkerProcess:
     def _started(self, record: dict[str, Any] | None, arrived: float) -> WorkerInfo:
         """The launched worker's first record, read at `arrived`; raises RuntimeError when it is none."""
         self.starts += 1
-        self._awaiting = False
+        self._awaiting, self._ready_at = False, arrived
         if record is None or record.get("record") != WORKER:
             why = self._death_reason()
             self.close()
@@ -291,30 +299,35 @@ class WorkerProcess:
 def start_together(workers: Sequence[WorkerProcess], poll: float = 0.02) -> None:
     """Start `workers` at once — their interpreters and framework imports side by side on the machine's cores — and
     wait until every one is ready, so that no cell is timed while one starts. Each records its own start-up (to the
-    `poll`) and, as `start_share`, its part of the wall time they took together (in proportion to its own), which
-    is what its cells are charged; one that fails is left unstarted: its first cell starts it again and records
-    why it cannot."""
+    `poll`) and, as `start_share`, its part of the wall time until the last of them was ready (in proportion to its
+    own, never more than its own), which is what its cells are charged. One that fails is left unstarted, its
+    reason kept for its first cell's record (that cell does not start it again)."""
     for worker in workers:
         worker.launch()
     began = min(worker._launched for worker in workers)
-    pending, ready = list(workers), []
+    pending, ready, failed = list(workers), [], []
     while pending:
         for worker in list(pending):
             record = worker._read(poll)
             if record is None and not worker._eof and time.perf_counter() < worker._launched + worker.startup_timeout:
                 continue
             pending.remove(worker)
-            try:
-                worker._started(record, time.perf_counter())
-            except RuntimeError:
+            if record is None or record.get("record") != WORKER:
+                failed.append((worker, record))  # why it failed is read after the others are ready
                 continue
+            worker._started(record, time.perf_counter())
             worker.prestarted = True
             ready.append(worker)
-    wall = time.perf_counter() - began
+    wall = max((w._ready_at for w in ready), default=began) - began
     own = sum(worker.info.startup_seconds for worker in ready if worker.info is not None)
     for worker in ready:
         if worker.info is not None and own > 0:
-            worker.start_share = wall * worker.info.startup_seconds / own
+            worker.start_share = min(worker.info.startup_seconds, wall * worker.info.startup_seconds / own)
+    for worker, record in failed:
+        try:
+            worker._started(record, time.perf_counter())
+        except RuntimeError as exc:
+            worker._start_failure = exc
 
 
 STOPPED = "cell timeout"  # Timing.stopped of the calls kept from a worker its cell's timeout stopped
