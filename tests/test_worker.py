@@ -292,9 +292,9 @@ def test_a_worker_that_cannot_start_together_is_left_for_its_first_cell_to_repor
     with WorkerProcess("autograd", "float64", "cpu", 1) as good, \
             WorkerProcess("no_such_adapter", "float64", "cpu", 1) as bad:
         start_together([good, bad])
-        assert good.alive and good.prestarted and good.starts == 1
+        assert good.alive and good.start_share is not None and good.starts == 1
         assert 0 < good.start_share <= good.info.startup_seconds
-        assert not bad.alive and not bad.prestarted and bad.info is None
+        assert not bad.alive and bad.start_share is None and bad.info is None
         with pytest.raises(RuntimeError, match="no_such_adapter/float64/cpu failed to start"):  # runner: crashed
             bad.run(_cell("fine", adapter="no_such_adapter"), timeout=60.0)
         assert bad.starts == 1  # told, not launched again

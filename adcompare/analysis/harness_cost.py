@@ -90,15 +90,17 @@ def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
         group = (m.machine, *m.cell.worker_group)
         starts[group] += float(m.details.get("worker_start_seconds", 0.0) or 0.0)
         members[group] += 1
-        references[_reference_group(m)] += float(m.details["overhead_seconds"].get("reference", 0.0) or 0.0)
-        readers[_reference_group(m)] += 1
+        shared = _reference_group(m)
+        references[shared] += float(m.details["overhead_seconds"].get("reference", 0.0) or 0.0)
+        readers[shared] += 1
     out = []
     for m in ran:
         group = (m.machine, *m.cell.worker_group)
         share = starts[group] / members[group]
         split = {k: float(v) for k, v in m.details["overhead_seconds"].items()}
         # the reference's seconds shared by the cells that use it, like a worker's start-up by its cells
-        reference = references[_reference_group(m)] / readers[_reference_group(m)]
+        shared = _reference_group(m)
+        reference = references[shared] / readers[shared]
         moved = reference - split.get("reference", 0.0)
         wall = float(m.details["wall_seconds"])
         own = max(0.0, wall - _framework_seconds(m))

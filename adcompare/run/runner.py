@@ -363,7 +363,7 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
     cell its timeout stopped with a few calls kept — is noted in `timed_out` (the larger sizes of its family are
     skipped: each would spend its whole timeout)."""
     started_here: dict[str, float] = {}
-    if (worker.starts != started or worker.prestarted) and worker.info is not None:
+    if (worker.starts != started or worker.start_share is not None) and worker.info is not None:
         info = worker.info.to_json()
         environment = m.cell.environment
         observer.on_worker({**info, "environment": environment} if environment != CURRENT else info)
@@ -372,7 +372,7 @@ def _recorded(worker: WorkerProcess, m: Measurement, wall: float, started: int, 
             wall -= start
         elif worker.start_share is not None:  # before it, beside other workers (start_together): its part of that
             start = worker.start_share
-        worker.prestarted, worker.start_share = False, None
+        worker.start_share = None
         started_here = {"worker_start_seconds": round(start, 4)}
     if worker.info is not None and not m.versions:
         m = replace(m, versions=dict(worker.info.versions))

@@ -101,12 +101,10 @@ class WorkerProcess:
     _log: Any = field(default=None, repr=False)
     _launched: float = field(default=0.0, repr=False)
     _awaiting: bool = field(default=False, repr=False)  # launched, its first record not read yet
-    _ready_at: float = field(default=0.0, repr=False)  # when its first record was read
     _start_failure: RuntimeError | None = field(default=None, repr=False)  # met by start_together, not yet told
-    # started by start_together before its first cell: its start is reported with that cell (runner._recorded)
-    # but was not part of the cell's wall time
-    prestarted: bool = False
-    start_share: float | None = None  # its part of the wall time of the workers started with it (start_together)
+    # set where start_together started it before its first cell: its part of the wall time of the workers started
+    # with it, reported with that cell (runner._recorded), whose wall time the start was not part of
+    start_share: float | None = None
     _eof: bool = field(default=False, repr=False)
     _progress: list[tuple[float, Progress]] = field(default_factory=list, repr=False)  # (when received, what)
 
@@ -158,7 +156,7 @@ class WorkerProcess:
     def _started(self, record: dict[str, Any] | None, arrived: float) -> WorkerInfo:
         """The launched worker's first record, read at `arrived`; raises RuntimeError when it is none."""
         self.starts += 1
-        self._awaiting, self._ready_at = False, arrived
+        self._awaiting = False
         if record is None or record.get("record") != WORKER:
             why = self._death_reason()
             self.close()
@@ -305,7 +303,7 @@ def start_together(workers: Sequence[WorkerProcess], poll: float = 0.02) -> None
     for worker in workers:
         worker.launch()
     began = min(worker._launched for worker in workers)
-    pending, ready, failed = list(workers), [], []
+    pending, ready, failed, last_ready = list(workers), [], [], began
     while pending:
         for worker in list(pending):
             record = worker._read(poll)
@@ -315,14 +313,11 @@ def start_together(workers: Sequence[WorkerProcess], poll: float = 0.02) -> None
             if record is None or record.get("record") != WORKER:
                 failed.append((worker, record))  # why it failed is read after the others are ready
                 continue
-            worker._started(record, time.perf_counter())
-            worker.prestarted = True
-            ready.append(worker)
-    wall = max((w._ready_at for w in ready), default=began) - began
-    own = sum(worker.info.startup_seconds for worker in ready if worker.info is not None)
-    for worker in ready:
-        if worker.info is not None and own > 0:
-            worker.start_share = min(worker.info.startup_seconds, wall * worker.info.startup_seconds / own)
+            last_ready = time.perf_counter()
+            ready.append((worker, worker._started(record, last_ready).startup_seconds))
+    own = sum(seconds for _, seconds in ready)
+    for worker, seconds in ready:
+        worker.start_share = min(seconds, (last_ready - began) * seconds / own) if own > 0 else 0.0
     for worker, record in failed:
         try:
             worker._started(record, time.perf_counter())
