@@ -83,12 +83,22 @@ def _compile_details(before: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     return details
 
 
+def isa_probe_cache_dir() -> Path:
+    """Where inductor's CPU probe keeps its test programs across runs: `$XDG_CACHE_HOME/adcompare/inductor-isa-probe`
+    (default `~/.cache/...`). Inductor keys them by compiler, flags and torch version and skips the build when one
+    exists (pytorch#100378), as a user's own default cache directory does; a compiled cell's own graphs still go to
+    the run's fresh cache."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "adcompare" / "inductor-isa-probe"
+
+
 def probe_cpu_isa() -> float | None:
-    """Seconds inductor's one-time probe of the CPU's vector instructions took (it builds and runs a test program
-    per instruction set; 9-11 s of a 2-core machine, cached per inductor cache directory, and adcompare's is fresh
-    per run), or None where this process had already probed or inductor's private module moved. Done in prepare,
-    so that the first compiled cell's compile time (first call minus steady state) is its own graph's: in
-    `adcompare report` it was 9.5 s for exp_dot_loss n100 grad against 1.1 s for jacrev, the next cell."""
+    """Seconds inductor's one-time probe of the CPU's vector instructions took, or None where this process had
+    already probed or inductor's private module moved. Done in prepare, so that the first compiled cell's compile
+    time (first call minus steady state) is its own graph's: in `adcompare report` it was 9.5 s for exp_dot_loss
+    n100 grad against 1.1 s for jacrev, the next cell. The probe builds a test program per instruction set (9-11 s
+    of a 2-core machine) into `isa_probe_cache_dir()`, so only a machine's first run pays that; later ones load the
+    programs (~1 s)."""
     try:
         from torch._inductor import cpu_vec_isa
     except ImportError:
@@ -96,8 +106,16 @@ def probe_cpu_isa() -> float | None:
     probe = getattr(cpu_vec_isa, "valid_vec_isa_list", None)
     if probe is None or getattr(probe, "cache_info", lambda: None)() is None or probe.cache_info().currsize:
         return None
+    run_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(isa_probe_cache_dir())  # read by inductor at each use
     began = time.perf_counter()
-    probe()
+    try:
+        probe()
+    finally:
+        if run_cache is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = run_cache
     return time.perf_counter() - began
 
 

@@ -259,6 +259,7 @@ def _compiled(adapter, prob, operator):
 def test_compiled_cells_in_a_row_compile_once_each_and_record_the_cache(registry, adapter, tmp_path,
                                                                          monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     prob = registry.problem("exp_dot_loss")
     from torch._inductor import cpu_vec_isa
 
@@ -273,11 +274,14 @@ def test_compiled_cells_in_a_row_compile_once_each_and_record_the_cache(registry
     assert again["inductor_cache_dir_before"] == "populated" and again["inductor_cache"] == "warm"
     # inductor's one-time probe of the CPU's vector instructions runs in prepare (recorded where it ran), never in
     # a compiled cell's first call, whose compile time is then its own graph's; a process probes once
-    from adcompare.adapters.torch_compile import probe_cpu_isa
+    from adcompare.adapters.torch_compile import isa_probe_cache_dir, probe_cpu_isa
 
     assert second.get("cpu_isa_probe_seconds") is None and again.get("cpu_isa_probe_seconds") is None
     assert (first["cpu_isa_probe_seconds"] > 0) if unprobed else "cpu_isa_probe_seconds" not in first
     assert probe_cpu_isa() is None and cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 1
+    # its test programs are kept across runs, outside the run's own inductor cache, which it leaves as it was
+    assert isa_probe_cache_dir() == tmp_path / "cache" / "adcompare" / "inductor-isa-probe"
+    assert any(isa_probe_cache_dir().rglob("*.so")) == unprobed  # and the run's own cache stayed its (above)
 
 
 def test_graph_break_fails_the_compiled_cell(adapter):
