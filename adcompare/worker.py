@@ -29,7 +29,7 @@ from adcompare.model.measurement import Measurement
 from adcompare.model.operators import data_parallel
 from adcompare.model.status import Status
 from adcompare.plugin import registry as plugins
-from adcompare.run.in_process import ExecutionOptions, describe_exception, run_cell
+from adcompare.run.in_process import OVERHEAD, ExecutionOptions, describe_exception, run_cell
 from adcompare.run.protocol import CellRecord, Go, Request, Turn, WorkerInfo, send
 from adcompare.run.timing import Pace
 from adcompare.verify.input_sources import with_inputs
@@ -81,6 +81,15 @@ def deadline(received: float, timeout: float | None) -> float | None:
     return received + timeout - max(1.0, DEADLINE_MARGIN * timeout)
 
 
+def with_setup(measurement: Measurement, seconds: float) -> Measurement:
+    """`measurement` with `seconds` of the worker's own set-up before the cell added to its setup stage."""
+    overhead = measurement.details.get(OVERHEAD)
+    if not isinstance(overhead, dict):
+        return measurement
+    setup = round(float(overhead.get("setup", 0.0)) + seconds, 4)
+    return replace(measurement, details={**measurement.details, OVERHEAD: {**overhead, "setup": setup}})
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     die_with_parent()
@@ -111,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         unavailable, device_name = f"{adapter.name} failed to start: {describe_exception(exc)}", args.device
     if args.devices > 1 and not unavailable and not device_setup:
         device_setup = _devices_present(adapter, args.device)
+    # The framework's modules are hundreds of thousands of long-lived objects (0.19 s to walk once for TensorFlow's,
+    # 0.08 s for torch's): collected and frozen here, part of the start-up its cells share, not the first cell's.
+    gc.collect()
+    gc.freeze()
     send(out, WorkerInfo(adapter.name, args.dtype, args.device, device_name, args.threads, os.getpid(),
                          time.perf_counter() - started, adapter.versions(), unavailable,
                          devices=args.devices, device_setup=device_setup))
@@ -131,11 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         # A framework's modules (and those it imports lazily on a first compile) are hundreds of thousands of
         # long-lived objects: the full collection before each cell (execution.run_cell) walked them all again,
         # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives now is frozen, so that
-        # collection walks only what the last cell made.
+        # collection walks only what the last cell made; its seconds are the cell's setup.
+        began = time.perf_counter()
         gc.collect()
         gc.freeze()
+        collected = time.perf_counter() - began
         try:
-            measurement = run_cell(adapter, registry.problem(cell.problem), cell, options)
+            measurement = with_setup(run_cell(adapter, registry.problem(cell.problem), cell, options), collected)
         except Exception as exc:  # a bug outside the framework call still yields a record, not a dead worker
             measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
         measurement = replace(measurement, device_name=measurement.device_name or device_name)

@@ -82,3 +82,27 @@ def test_a_reference_differenced_once_is_shared_by_the_cells_that_use_it():
     assert by["jacrev"].own == pytest.approx(as_spent_reader.own + 0.9)
     spent = harness_cost([first]).own + harness_cost([reader]).own + harness_cost([alone]).own
     assert cost.own == pytest.approx(spent) and cost.wall == pytest.approx(3 * 3.0)
+
+
+def test_a_sizes_inputs_built_once_by_a_worker_are_shared_by_its_cells_at_that_size():
+    """A worker builds a size's inputs for its first cell there and hands the same arrays to its next ones
+    (cell_inputs' `reuse`: BA's are seconds to build): each is charged its part, and the totals stay what was spent;
+    another worker builds its own, another size is another set."""
+    def cell(operator: str, inputs: float, adapter: str = "jax", size: str = "n10") -> Measurement:
+        m = _cell(size, adapter)
+        return replace(m, cell=replace(m.cell, operator=operator),
+                       details={**m.details, "wall_seconds": 4.0,  # own 3 s: room for every stage
+                                  "overhead_seconds": {**m.details["overhead_seconds"], "inputs": inputs}})
+
+    built, reused, later = cell("grad", 0.9), cell("value", 0.0), cell("hvp", 0.0)
+    elsewhere, bigger = cell("grad", 0.6, adapter="torch"), cell("grad", 0.5, size="n100")
+    cost = harness_cost([built, reused, later, elsewhere, bigger])
+    by = {(c.measurement.cell.adapter, c.measurement.cell.size, c.measurement.cell.operator): c for c in cost.cells}
+    assert [by[("jax", "n10", op)].stages["inputs"] for op in ("grad", "value", "hvp")] == pytest.approx([0.3] * 3)
+    assert by[("jax", "n10", "grad")].wall == pytest.approx(4.0 - 0.6)
+    assert by[("jax", "n10", "value")].wall == pytest.approx(4.0 + 0.3)
+    assert by[("torch", "n10", "grad")].stages["inputs"] == pytest.approx(0.6)
+    assert by[("jax", "n100", "grad")].stages["inputs"] == pytest.approx(0.5)
+    alone = sum(harness_cost([m]).own for m in (built, reused, later, elsewhere, bigger))
+    assert cost.own == pytest.approx(alone) and cost.wall == pytest.approx(5 * 4.0)
+    assert all(sum(c.stages.values()) == pytest.approx(c.own) for c in cost.cells)

@@ -14,9 +14,30 @@ from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import status_of
 from adcompare.verify.expectations import framework_bug
 from adcompare.verify.reference import reference
-from adcompare.verify.tolerance import BASE_TOLERANCE, NORMWISE_STEPS, normwise_term, scaled_error, tolerance
+from adcompare.verify.tolerance import (
+    BASE_TOLERANCE,
+    NORMWISE_STEPS,
+    all_finite,
+    normwise_term,
+    scaled_error,
+    tolerance,
+)
 
 EPS32 = float(np.finfo(np.float32).eps)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "complex128"])
+def test_all_finite_finds_any_nan_or_infinity_anywhere(dtype):
+    x = np.arange(24).reshape(2, 3, 4).astype(dtype)
+    assert all_finite(x) and all_finite(x[:0]) and all_finite(np.float64(2.0))
+    if dtype.startswith("int"):
+        return
+    for bad in (np.nan, np.inf, -np.inf):
+        for where in ((0, 0, 0), (1, 2, 3), (0, 1, 2)):
+            y = x.copy()
+            y[where] = bad
+            assert not all_finite(y), (bad, where)
+            assert not all_finite(y[::-1]) and not all_finite(np.asfortranarray(y))
 
 
 def test_the_normwise_term_is_eps_times_the_largest_entry_where_some_entry_is_small():

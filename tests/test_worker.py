@@ -317,3 +317,16 @@ def test_workers_start_two_at_a_time_and_the_last_group_never_alone():
     batches = [[list(b) for b in runner.start_batches(n)] for n in range(1, 8)]
     assert batches == [[[0]], [[0, 1]], [[0, 1, 2]], [[0, 1], [2, 3]], [[0, 1], [2, 3, 4]],
                        [[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5, 6]]]
+
+
+def test_the_workers_collection_before_a_cell_is_that_cells_setup():
+    """The worker collects (and freezes) what the last cell left before each cell: seconds of the harness, named
+    as the cell's setup rather than left to "other"; a record without the split is left as it is."""
+    from adcompare.model.measurement import Measurement
+    from adcompare.worker import with_setup
+
+    cell = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")
+    m = Measurement(cell, Status.OK, details={"overhead_seconds": {"inputs": 0.1, "setup": 0.02}, "x": 1})
+    assert with_setup(m, 0.15).details == {"overhead_seconds": {"inputs": 0.1, "setup": 0.17}, "x": 1}
+    bare = Measurement(cell, Status.FAILED, "adcompare: boom")
+    assert with_setup(bare, 0.15) == bare

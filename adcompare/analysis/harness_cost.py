@@ -10,7 +10,8 @@ by the cells that worker ran; for workers started side by side (run/worker_handl
 wall time their starts took together. Likewise a float64 reference, differenced once per run by the first cell
 that needs it and read back by the others (verify/shared_references.py), is shared by the cells that use it:
 each is charged the group's reference seconds ÷ its cells, and its wall moves by the same amount, so the run's
-totals are what was spent. The goal (issue 39): at most max(10 %, 1 s) of every cell's wall time.
+totals are what was spent; so are a size's inputs, built once by a worker for its cells at that size. The goal
+(issue 39): at most max(10 %, 1 s) of every cell's wall time.
 """
 from __future__ import annotations
 
@@ -77,6 +78,16 @@ def _reference_group(m: Measurement) -> tuple:
     return (m.machine, c.environment, c.problem, c.size, c.dtype, SHARED_REFERENCE.get(c.operator, c.operator))
 
 
+def _inputs_group(m: Measurement) -> tuple:
+    """The cells of a worker that read one size's inputs: a worker builds a size's arrays once and hands them to its
+    next cells at that problem, size and dtype (verify/cell_inputs.py, `reuse`: BA's are seconds to build)."""
+    c = m.cell
+    return (m.machine, *c.worker_group, c.problem, c.size, c.dtype)
+
+
+SHARED_STAGES = {"reference": _reference_group, "inputs": _inputs_group}  # stage → the cells that share its cost
+
+
 def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
     """The harness's cost of every cell that ran and recorded the split (records written before it are left out)."""
     ran = [m for m in measurements if m.status not in NOT_RUN
@@ -84,27 +95,28 @@ def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
            and isinstance(m.details.get("overhead_seconds"), dict)]
     starts: dict[tuple, float] = defaultdict(float)
     members: dict[tuple, int] = defaultdict(int)
-    references: dict[tuple, float] = defaultdict(float)
-    readers: dict[tuple, int] = defaultdict(int)
+    spent: dict[tuple, float] = defaultdict(float)  # (stage, *group) → the seconds its cells spent in that stage
+    sharing: dict[tuple, int] = defaultdict(int)
     for m in ran:
         group = (m.machine, *m.cell.worker_group)
         starts[group] += float(m.details.get("worker_start_seconds", 0.0) or 0.0)
         members[group] += 1
-        shared = _reference_group(m)
-        references[shared] += float(m.details["overhead_seconds"].get("reference", 0.0) or 0.0)
-        readers[shared] += 1
+        for stage, group_of in SHARED_STAGES.items():
+            shared = (stage, *group_of(m))
+            spent[shared] += float(m.details["overhead_seconds"].get(stage, 0.0) or 0.0)
+            sharing[shared] += 1
     out = []
     for m in ran:
         group = (m.machine, *m.cell.worker_group)
         share = starts[group] / members[group]
         split = {k: float(v) for k, v in m.details["overhead_seconds"].items()}
-        # the reference's seconds shared by the cells that use it, like a worker's start-up by its cells
-        shared = _reference_group(m)
-        reference = references[shared] / readers[shared]
-        moved = reference - split.get("reference", 0.0)
+        # a shared reference's or inputs' seconds charged to the cells that use them, like a worker's start-up
+        keys = {stage: (stage, *group_of(m)) for stage, group_of in SHARED_STAGES.items()}
+        shares = {stage: spent[key] / sharing[key] for stage, key in keys.items()}
+        moved = sum(shares[stage] - split.get(stage, 0.0) for stage in shares)
         wall = float(m.details["wall_seconds"])
         own = max(0.0, wall - _framework_seconds(m))
-        stages = {"worker_start": share, **{k: split.get(k, 0.0) for k in STAGES[1:-1]}, "reference": reference,
+        stages = {"worker_start": share, **{k: split.get(k, 0.0) for k in STAGES[1:-1]}, **shares,
                   "other": max(0.0, own - sum(split.values()))}
         out.append(CellCost(m, wall + share + moved, own + share + moved, stages))
     return HarnessCost(tuple(sorted(out, key=lambda c: -c.own)))

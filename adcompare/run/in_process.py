@@ -31,6 +31,7 @@ from adcompare.run.protocol import Progress
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import check_result, describe, status_of
 from adcompare.verify.reference import ReferenceError, reference
+from adcompare.verify.tolerance import all_finite
 
 # A cell's details key: seconds the worker spent on the cell outside the framework's calls, by stage (inputs,
 # setup, reference, check, timing_loop); the framework's own are `prepare_seconds`, the first call and the timed
@@ -146,7 +147,7 @@ def first_call(adapter: Adapter, problem: Problem, cell: Cell, *, size: Size | N
         return called(status=Status.FAILED,
                       message=f"{adapter.name} returned shape {tuple(result.shape)} for {cell.operator}, "
                               f"expected {want}")
-    if not np.all(np.isfinite(result)):  # no reference is needed to call NaN NaN
+    if not all_finite(result):  # no reference is needed to call NaN NaN
         return called(status=Status.NAN, message="result contains NaN or Inf")
     if not check:
         return called(status=Status.OK)

@@ -29,7 +29,7 @@ from adcompare.model.status import Status
 from adcompare.plugin.adapter import CellInputs
 from adcompare.verify.cell_inputs import seeded_vector
 from adcompare.verify.reference import reference
-from adcompare.verify.tolerance import scaled_error, tolerance
+from adcompare.verify.tolerance import all_finite, scaled_error, tolerance
 
 PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process
 
@@ -49,7 +49,7 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
         np.concatenate([np.ravel(d.expected) for d in ref.directional])  # not a list: 10⁶ floats for BA's
     checked = partial(Check, tolerance=tolerance(dtype, ref, expected), reference_method=ref.method,
                       output_dtype=output_dtype, dtype_drift=output_dtype != dtype)
-    if not np.issubdtype(result.dtype, np.floating) or not np.all(np.isfinite(result)):
+    if not np.issubdtype(result.dtype, np.floating) or not all_finite(result):
         return checked(error=None, nonfinite=True)
     r64 = result.astype(np.float64, copy=False)  # a float64 result as it is: a copy of BA's cost 1 s
     if ref.value is not None:

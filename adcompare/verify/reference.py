@@ -81,7 +81,7 @@ from adcompare.verify.differencing import (
     jacobian,
     seconds_per_evaluation,
 )
-from adcompare.verify.tolerance import scaled_error
+from adcompare.verify.tolerance import all_finite, scaled_error
 
 FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made
 BATCH_BLOCK = 10_000  # rows of a large batch (4 blocks or more) evaluated at once
@@ -724,7 +724,7 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
 
 def _verify_finite(problem: Problem, label: str, operator: str, ref: Reference) -> None:
     parts = [ref.value] if ref.value is not None else [d.expected for d in ref.directional]
-    if not all(np.all(np.isfinite(p)) for p in parts) or not math.isfinite(ref.error_bound):
+    if not all(all_finite(p) for p in parts) or not math.isfinite(ref.error_bound):
         raise ReferenceError(f"problem {problem.name!r} at {label}: the float64 reference for {operator!r} "
                              f"({ref.method}) is not finite; the function is not differentiable or not finite "
                              f"near the seeded point — change its inputs generator")

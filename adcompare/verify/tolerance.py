@@ -53,6 +53,18 @@ class ReferenceAccuracy(Protocol):
     def error_bound(self) -> float: ...  # the reference's own estimated scaled error
 
 
+def all_finite(array) -> bool:
+    """No NaN and no ±inf in `array`. For floats, from its min and max (both propagate NaN and hold ±inf): two
+    passes and no array of flags — a BA per-example Jacobian of 4·10⁷ floats in 27 ms against np.isfinite's 120 ms,
+    and every cell's result is validated by it twice (first call, check)."""
+    a = np.asarray(array)
+    if a.size == 0:
+        return True
+    if not np.issubdtype(a.dtype, np.floating):
+        return bool(np.all(np.isfinite(a)))
+    return bool(np.isfinite(a.min()) and np.isfinite(a.max()))
+
+
 def scaled_error(a, b) -> float:
     """max over elements of |a − b| / max(1, |a| + |b|), in float64; NaN when either side has NaN."""
     a = np.asarray(a, dtype=np.float64)
