@@ -83,13 +83,19 @@ def _compile_details(before: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     return details
 
 
-def isa_probe_cache_dir() -> Path:
+def isa_probe_cache_dir() -> Path | None:
     """Where inductor's CPU probe keeps its test programs across runs: `$XDG_CACHE_HOME/adcompare/inductor-isa-probe`
-    (default `~/.cache/...`). Inductor keys them by compiler, flags and torch version and skips the build when one
-    exists (pytorch#100378), as a user's own default cache directory does; a compiled cell's own graphs still go to
-    the run's fresh cache."""
+    (default `~/.cache/...`), made if missing; None where it cannot be (a read-only home: the probe then builds in
+    the run's cache, as before). Inductor keys the programs by compiler, flags and torch version and skips the
+    build when one exists (pytorch#100378), as a user's own default cache directory does; a compiled cell's own
+    graphs still go to the run's fresh cache."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "adcompare" / "inductor-isa-probe"
+    path = Path(base) / "adcompare" / "inductor-isa-probe"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
 
 
 def probe_cpu_isa() -> float | None:
@@ -106,8 +112,9 @@ def probe_cpu_isa() -> float | None:
     probe = getattr(cpu_vec_isa, "valid_vec_isa_list", None)
     if probe is None or getattr(probe, "cache_info", lambda: None)() is None or probe.cache_info().currsize:
         return None
-    run_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(isa_probe_cache_dir())  # read by inductor at each use
+    run_cache, kept = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), isa_probe_cache_dir()
+    if kept is not None:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(kept)  # read by inductor at each use
     began = time.perf_counter()
     try:
         probe()

@@ -281,7 +281,12 @@ def test_compiled_cells_in_a_row_compile_once_each_and_record_the_cache(registry
     assert probe_cpu_isa() is None and cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 1
     # its test programs are kept across runs, outside the run's own inductor cache, which it leaves as it was
     assert isa_probe_cache_dir() == tmp_path / "cache" / "adcompare" / "inductor-isa-probe"
-    assert any(isa_probe_cache_dir().rglob("*.so")) == unprobed  # and the run's own cache stayed its (above)
+    kept = isa_probe_cache_dir()
+    assert kept is not None and any(kept.rglob("*.so")) == unprobed  # and the run's own cache stayed its (above)
+    # a cache home that cannot hold it (read-only, or a file) leaves the probe in the run's own cache
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-dir"))
+    assert isa_probe_cache_dir() is None
 
 
 def test_graph_break_fails_the_compiled_cell(adapter):
