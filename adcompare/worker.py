@@ -81,13 +81,22 @@ def deadline(received: float, timeout: float | None) -> float | None:
     return received + timeout - max(1.0, DEADLINE_MARGIN * timeout)
 
 
-def with_setup(measurement: Measurement, seconds: float) -> Measurement:
-    """`measurement` with `seconds` of the worker's own set-up before the cell added to its setup stage."""
+def with_stage(measurement: Measurement, stage: str, seconds: float) -> Measurement:
+    """`measurement` with `seconds` of the worker's own work around the cell added to its `stage` of
+    `details.overhead_seconds` (a record without the split, e.g. a failed cell's, is left as it is)."""
     overhead = measurement.details.get(OVERHEAD)
     if not isinstance(overhead, dict):
         return measurement
-    setup = round(float(overhead.get("setup", 0.0)) + seconds, 4)
-    return replace(measurement, details={**measurement.details, OVERHEAD: {**overhead, "setup": setup}})
+    total = round(float(overhead.get(stage, 0.0)) + seconds, 4)
+    return replace(measurement, details={**measurement.details, OVERHEAD: {**overhead, stage: total}})
+
+
+def collected() -> float:
+    """Seconds of a full collection, whose survivors are then frozen (never walked again)."""
+    began = time.perf_counter()
+    gc.collect()
+    gc.freeze()
+    return time.perf_counter() - began
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,8 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         device_setup = _devices_present(adapter, args.device)
     # The framework's modules are hundreds of thousands of long-lived objects (0.19 s to walk once for TensorFlow's,
     # 0.08 s for torch's): collected and frozen here, part of the start-up its cells share, not the first cell's.
-    gc.collect()
-    gc.freeze()
+    collected()
     send(out, WorkerInfo(adapter.name, args.dtype, args.device, device_name, args.threads, os.getpid(),
                          time.perf_counter() - started, adapter.versions(), unavailable,
                          devices=args.devices, device_setup=device_setup))
@@ -143,16 +151,16 @@ def main(argv: list[str] | None = None) -> int:
                                    progress=(lambda p: send(out, p)) if request.progress else None)
         # A framework's modules (and those it imports lazily on a first compile) are hundreds of thousands of
         # long-lived objects: the full collection before each cell (execution.run_cell) walked them all again,
-        # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives now is frozen, so that
-        # collection walks only what the last cell made; its seconds are the cell's setup.
-        began = time.perf_counter()
-        gc.collect()
-        gc.freeze()
-        collected = time.perf_counter() - began
+        # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives is frozen, so that a
+        # collection walks only what is new: before a cell (its setup), what came between cells; after it (its
+        # cleanup, before its record is sent), what the cell left — a failed cell's traceback can hold GBs of a
+        # framework's arrays (0.2-0.4 s to free after BA's largest TensorFlow cells), its cost, not the next cell's.
+        before = collected()
         try:
-            measurement = with_setup(run_cell(adapter, registry.problem(cell.problem), cell, options), collected)
+            measurement = with_stage(run_cell(adapter, registry.problem(cell.problem), cell, options), "setup", before)
         except Exception as exc:  # a bug outside the framework call still yields a record, not a dead worker
             measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
+        measurement = with_stage(measurement, "cleanup", collected())
         measurement = replace(measurement, device_name=measurement.device_name or device_name)
         if data_parallel(cell.operator) and measurement.status is not Status.UNSUPPORTED:
             setup = device_setup or f"one {args.device} device: the batch is not split"

@@ -57,7 +57,7 @@ def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
         # Issue 39: the worker's own seconds by stage, which with the framework's fit in the cell's wall time
         t, details = got[fine].timing, got[fine].details
         overhead = details["overhead_seconds"]
-        assert set(overhead) == {"inputs", "setup", "reference", "check", "timing_loop"}
+        assert set(overhead) == {"inputs", "setup", "reference", "check", "timing_loop", "cleanup"}
         assert all(v >= 0 for v in overhead.values()) and 0 < t.call_seconds <= t.total_seconds
         assert overhead["timing_loop"] == pytest.approx(t.total_seconds - t.call_seconds, abs=1e-3)
         inside = sum(overhead.values()) + details["prepare_seconds"] + t.first_call + t.call_seconds
@@ -319,14 +319,17 @@ def test_workers_start_two_at_a_time_and_the_last_group_never_alone():
                        [[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5, 6]]]
 
 
-def test_the_workers_collection_before_a_cell_is_that_cells_setup():
-    """The worker collects (and freezes) what the last cell left before each cell: seconds of the harness, named
-    as the cell's setup rather than left to "other"; a record without the split is left as it is."""
+def test_the_workers_collections_around_a_cell_are_that_cells_setup_and_cleanup():
+    """The worker collects (and freezes) before each cell and after it, before its record is sent: seconds of the
+    harness, named as the cell's setup and cleanup rather than left to "other"; a record without the split is
+    left as it is."""
     from adcompare.model.measurement import Measurement
-    from adcompare.worker import with_setup
+    from adcompare.worker import with_stage
 
     cell = Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64")
     m = Measurement(cell, Status.OK, details={"overhead_seconds": {"inputs": 0.1, "setup": 0.02}, "x": 1})
-    assert with_setup(m, 0.15).details == {"overhead_seconds": {"inputs": 0.1, "setup": 0.17}, "x": 1}
+    assert with_stage(m, "setup", 0.15).details == {"overhead_seconds": {"inputs": 0.1, "setup": 0.17}, "x": 1}
+    assert with_stage(m, "cleanup", 0.2).details["overhead_seconds"] == {"inputs": 0.1, "setup": 0.02,
+                                                                          "cleanup": 0.2}
     bare = Measurement(cell, Status.FAILED, "adcompare: boom")
-    assert with_setup(bare, 0.15) == bare
+    assert with_stage(bare, "setup", 0.15) == bare

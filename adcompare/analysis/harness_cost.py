@@ -4,7 +4,8 @@ A cell's wall (`details.wall_seconds`, the runner's, its worker's start-up exclu
 prepare (transforms, compilation: `details.prepare_seconds`), the first call, the timed calls
 (`timing.call_seconds`), and the release of what prepare started beyond memory (torch's data-parallel helper
 processes: `details.release_seconds`) — and the harness's: the worker's stages in `details.overhead_seconds`
-(inputs, setup, reference, check, timing_loop) and the rest ("other": the parent, the protocol, the worker's loop).
+(inputs, setup, reference, check, timing_loop, cleanup) and the rest ("other": the parent, the protocol,
+the worker's loop).
 A worker's start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared
 by the cells that worker ran; for workers started side by side (run/worker_handle.start_together), the part of the
 wall time their starts took together. Likewise a float64 reference, differenced once per run by the first cell
@@ -23,7 +24,7 @@ from adcompare.model.measurement import Measurement
 from adcompare.model.status import NOT_RUN
 from adcompare.verify.reference import SHARED_REFERENCE
 
-STAGES = ("worker_start", "inputs", "setup", "reference", "check", "timing_loop", "other")
+STAGES = ("worker_start", "inputs", "setup", "reference", "check", "timing_loop", "cleanup", "other")
 GOAL = "at most max(10 %, 1 s) of each cell's wall time"
 
 

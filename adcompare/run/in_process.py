@@ -34,8 +34,9 @@ from adcompare.verify.reference import ReferenceError, reference
 from adcompare.verify.tolerance import all_finite
 
 # A cell's details key: seconds the worker spent on the cell outside the framework's calls, by stage (inputs,
-# setup, reference, check, timing_loop); the framework's own are `prepare_seconds`, the first call and the timed
-# calls (Timing.call_seconds). Worker start-up and the parent's share are the runner's to add.
+# setup, reference, check, timing_loop; a worker adds its collections to setup and as cleanup); the framework's
+# own are `prepare_seconds`, the first call and the timed calls (Timing.call_seconds). Worker start-up and the
+# parent's share are the runner's to add.
 OVERHEAD = "overhead_seconds"
 
 
