@@ -151,13 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                                    progress=(lambda p: send(out, p)) if request.progress else None)
         # A framework's modules (and those it imports lazily on a first compile) are hundreds of thousands of
         # long-lived objects: the full collection before each cell (execution.run_cell) walked them all again,
-        # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives is frozen, so that a
-        # collection walks only what is new: before a cell (its setup), what came between cells; after it (its
-        # cleanup, before its record is sent), what the cell left — a failed cell's traceback can hold GBs of a
-        # framework's arrays (0.2-0.4 s to free after BA's largest TensorFlow cells), its cost, not the next cell's.
-        before = collected()
+        # 0.1–0.2 s a cell with TensorFlow or torch's compiler loaded. What survives is frozen (at start-up and
+        # after each cell), so that run_cell's collection walks only what came between cells, and the one after a
+        # cell (its cleanup, before its record is sent) what the cell left — a failed cell's traceback can hold GBs
+        # of a framework's arrays (0.2-0.4 s to free after BA's largest TensorFlow cells), its cost, not the next's.
         try:
-            measurement = with_stage(run_cell(adapter, registry.problem(cell.problem), cell, options), "setup", before)
+            measurement = run_cell(adapter, registry.problem(cell.problem), cell, options)
         except Exception as exc:  # a bug outside the framework call still yields a record, not a dead worker
             measurement = Measurement(cell, Status.FAILED, f"adcompare: {describe_exception(exc)}")
         measurement = with_stage(measurement, "cleanup", collected())

@@ -319,10 +319,10 @@ def test_workers_start_two_at_a_time_and_the_last_group_never_alone():
                        [[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5, 6]]]
 
 
-def test_the_workers_collections_around_a_cell_are_that_cells_setup_and_cleanup():
-    """The worker collects (and freezes) before each cell and after it, before its record is sent: seconds of the
-    harness, named as the cell's setup and cleanup rather than left to "other"; a record without the split is
-    left as it is."""
+def test_the_workers_collection_after_a_cell_is_that_cells_cleanup():
+    """The worker collects (and freezes) after each cell, before its record is sent: seconds of the harness, added
+    to a stage of the cell's split (cleanup) rather than left to "other"; a record without the split is left as
+    it is."""
     from adcompare.model.measurement import Measurement
     from adcompare.worker import with_stage
 
