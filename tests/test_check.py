@@ -15,6 +15,7 @@ from adcompare import problem
 from adcompare.model.cell import Cell
 from adcompare.model.measurement import Check, Measurement
 from adcompare.model.status import Status
+from adcompare.verify import check as check_module
 from adcompare.verify import reference as ref_module
 from adcompare.verify.cell_inputs import cell_inputs
 from adcompare.verify.check import (
@@ -267,6 +268,37 @@ def test_a_per_example_projection_weighs_examples_and_entries_apart_and_older_we
     rng = np.random.default_rng(PROJECTION_SEED)  # pmap_grad of a scalar x: a 0-d result is one example
     assert projection(None, None, "pmap_grad", "float64", np.array(2.0)) == pytest.approx(
         2.0 * rng.standard_normal(1)[0] * rng.standard_normal(1)[0])
+
+
+@pytest.mark.parametrize("kind", ["full", "directional", "one example each", "a wrong example"])
+def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check(kind, monkeypatch):
+    """The per-example check reads its result a few examples at a time (STREAM_ELEMENTS, here 40: chunks of 3
+    examples, the last one short); its error and projection are recomputed here on the whole array, as the check
+    did before it streamed: each direction applied to the result made float64 whole, the projection a·(R·b)."""
+    monkeypatch.setattr(check_module, "STREAM_ELEMENTS", 40)
+    rng = np.random.default_rng(3)
+    right = rng.standard_normal((10, 3, 4))
+    result = (right + 1e-5 * rng.standard_normal(right.shape)).astype(np.float32)
+    if kind == "a wrong example":
+        result[7, 2, 1] += 0.5  # in the third chunk
+    v, w = rng.standard_normal(4), rng.standard_normal((3, 4))
+    directional = {"full": (), "directional": (ref_module.Direction(expected=right @ v, right=v),
+                                               ref_module.Direction(expected=np.tensordot(right, w, 2), right=w)),
+                   "one example each": tuple(ref_module.Direction(expected=right[i], left=np.eye(10)[i])
+                                             for i in (1, 7))}
+    directional["a wrong example"] = directional["directional"] + directional["one example each"]
+    ref = ref_module.Reference(right if kind == "full" else None, "m", 0.0, directional[kind])
+    whole = result.astype(np.float64)
+    expected_error = scaled_error(whole, right) if kind == "full" else \
+        max(scaled_error(d.apply(whole), d.expected) for d in ref.directional)
+    weights = np.random.default_rng(PROJECTION_SEED)
+    a, b = weights.standard_normal(10), weights.standard_normal(12)
+    error, fingerprint = check_module._per_example_check(result, ref)
+    assert check_module._streamable(ref, result.ndim)
+    assert error == pytest.approx(expected_error, rel=1e-9) and (error > 0.1) == (kind == "a wrong example")
+    assert fingerprint == pytest.approx(float(a @ whole.reshape(10, 12) @ b), rel=1e-13)
+    pmap_grad = ref_module.Reference(None, "m", 0.0, (ref_module.Direction(expected=np.ones(()), right=right),))
+    assert not check_module._streamable(pmap_grad, right.ndim)  # contracts the example axis too: whole
 
 
 def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",

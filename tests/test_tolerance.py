@@ -105,3 +105,22 @@ def test_the_jaxlib_reduce_fusion_bug_is_still_caught(registry):
         pytest.skip("the installed jaxlib is not one verified to have the bug")
     m = run_cell(registry.adapter("jax"), registry.problem("bundle_adjustment"), cell, ExecutionOptions(time=False))
     assert m.status is Status.MISMATCH and m.check.error > 0.5 > 100 * m.check.tolerance, m.check
+
+
+def test_large_comparisons_in_blocks_give_the_whole_array_numbers(monkeypatch):
+    """scaled_error and the normwise term take large arrays BLOCK elements at a time (here 16: 100 entries in 7
+    blocks); recomputed whole, as before they were blocked — a NaN in the last block included."""
+    from adcompare.verify import tolerance as tol
+    monkeypatch.setattr(tol, "BLOCK", 16)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((10, 10)) * 100
+    b = (a + rng.standard_normal(a.shape)).astype(np.float32)
+    whole = np.max(np.abs(a - b.astype(np.float64)) / np.maximum(1.0, np.abs(a) + np.abs(b.astype(np.float64))))
+    assert tol.scaled_error(a, b) == whole and tol.scaled_error(a.T, b.T) == whole
+    b[9, 9] = np.nan
+    assert np.isnan(tol.scaled_error(a, b))
+    y = np.concatenate([a.ravel(), [0.7, -3e3]])
+    term = tol.NORMWISE_STEPS * np.finfo(np.float32).eps * 3e3 / max(1.0, 2 * np.min(np.abs(y)))
+    assert tol.normwise_term("float32", (a, np.array([0.7, -3e3]))) == pytest.approx(term, rel=1e-15)
+    assert tol.normwise_term("float32", y) == tol.normwise_term("float32", (a, np.array([0.7, -3e3])))
+    assert tol.normwise_term("float32", (np.zeros(0),)) == 0.0
