@@ -313,10 +313,16 @@ def test_a_worker_that_died_idle_is_started_afresh_and_leaves_no_descriptor_behi
     assert len(os.listdir("/proc/self/fd")) == before
 
 
-def test_workers_start_two_at_a_time_and_the_last_group_never_alone():
-    batches = [[list(b) for b in runner.start_batches(n)] for n in range(1, 8)]
-    assert batches == [[[0]], [[0, 1]], [[0, 1, 2]], [[0, 1], [2, 3]], [[0, 1], [2, 3, 4]],
-                       [[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5, 6]]]
+def test_workers_start_two_at_a_time_one_adapters_together_and_no_group_alone():
+    distinct = [[list(b) for b in runner.start_batches("abcdefg"[:n])] for n in range(1, 8)]
+    assert distinct == [[[0]], [[0, 1]], [[0, 1, 2]], [[0, 1], [2, 3]], [[0, 1], [2, 3, 4]],
+                        [[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5, 6]]]
+    # the report's quick suite: autograd, JAX and JAX on 4 devices, TensorFlow's two, torch's two
+    quick = ["autograd", "jax", "jax", "tensorflow", "tensorflow", "torch", "torch"]
+    assert [list(b) for b in runner.start_batches(quick)] == [[0, 1, 2], [3, 4], [5, 6]]
+    batches = {kinds: [list(b) for b in runner.start_batches(kinds)] for kinds in ("abbcdddd", "abbbc")}
+    assert batches == {"abbcdddd": [[0, 1, 2], [3, 4, 5], [6, 7]],  # c alone joins the batch after it
+                       "abbbc": [[0], [1, 2, 3], [4]]}  # never four at once
 
 
 def test_the_workers_collection_after_a_cell_is_that_cells_cleanup():

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 from pathlib import Path
 
 from adcompare.model import units
@@ -38,16 +39,43 @@ from adcompare.study.plan import Plan
 
 # Worker groups whose workers start side by side (start_together), before any of their cells is timed: a fresh
 # worker's interpreter and framework imports (TensorFlow's 3-5 s) keep one core busy, and the groups' workers
-# started one by one were 20 of `adcompare report`'s 200 s here. Two (three where the last group would otherwise
-# start alone): a batch's idle workers hold their framework's memory (TensorFlow about 650 MB) while the first
-# one's cells run. Counted in bundles (a group's workers in every --env environment); a batch with a GPU worker
-# starts one at a time, so that no idle worker holds a device context while GPU cells are timed.
+# started one by one were 20 of `adcompare report`'s 200 s here. Two (three where a group would otherwise start
+# alone): a batch's idle workers hold their framework's memory (TensorFlow about 650 MB) while the first one's cells
+# run. Counted in bundles (a group's workers in every --env environment); a batch with a GPU worker starts one at a
+# time, so that no idle worker holds a device context while GPU cells are timed.
 STARTED_TOGETHER = 2
 
 
-def start_batches(count: int, size: int = STARTED_TOGETHER) -> list[range]:
-    """Worker groups 0 … count − 1 in the batches whose workers start together: `size` at a time, the last group
-    joining the batch before it rather than start alone."""
+def start_batches(adapters: Sequence[str], size: int = STARTED_TOGETHER) -> list[range]:
+    """Worker groups 0 … n − 1 (`adapters[i]`: group i's adapter) in the batches whose workers start together.
+
+    A batch lasts as long as its slowest start, so groups of one adapter start together (`size` at a time): in
+    the report the quick suite's TensorFlow workers (1 and 4 devices, ~5 s each) started beside a JAX and a torch
+    worker, in two batches of ~5 s, where together they take one. The groups left alone pair up with the next
+    one left alone; a group still alone joins a neighbouring batch of at most `size` (the one before it first)."""
+    batches: list[range] = []
+    for _, run in groupby(range(len(adapters)), key=adapters.__getitem__):
+        first, *rest = run
+        batches += [range(first + b.start, first + b.stop) for b in _in_turn(len(rest) + 1, size)]
+    paired: list[range] = []
+    for batch in batches:
+        if paired and len(batch) == 1 and len(paired[-1]) == 1:
+            paired[-1] = range(paired[-1].start, batch.stop)
+        else:
+            paired.append(batch)
+    joined: list[range] = []
+    for i, batch in enumerate(paired):  # a lone batch's neighbours hold two or more
+        if len(batch) == 1 and joined and len(joined[-1]) <= size:
+            joined[-1] = range(joined[-1].start, batch.stop)
+        elif len(batch) == 1 and i + 1 < len(paired) and len(paired[i + 1]) <= size:
+            paired[i + 1] = range(batch.start, paired[i + 1].stop)
+        else:
+            joined.append(batch)
+    return joined
+
+
+def _in_turn(count: int, size: int) -> list[range]:
+    """0 … count − 1 `size` at a time, the last one joining the batch before it rather than start alone."""
     batches: list[range] = []
     start = 0
     while start < count:
@@ -176,10 +204,11 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     timed_out: Mapping[tuple[str, ...], dict[tuple[str, ...], TimedOut]] | None = None,
                     deferral: Deferral | None = None) -> Iterator[Measurement]:
     """Each worker group's cells in one fresh worker process, group after group; outside a run with a deadline the
-    workers of two groups in a row (three at the end) start together where all are CPU workers (start_together),
-    before their cells. Groups that differ only by environment run together, one worker each, taking turns cell by
-    cell in the groups' order (reversed groups, as in odd rounds, put the other environment first): a load that
-    comes and goes then falls on both sides of a cell alike, which is what comparing environments needs."""
+    workers of two groups in a row (one adapter's first; start_batches) start together where all are CPU workers
+    (start_together), before their cells. Groups that differ only by environment run together, one worker each,
+    taking turns cell by cell in the groups' order (reversed groups, as in odd rounds, put the other environment
+    first): a load that comes and goes then falls on both sides of a cell alike, which is what comparing
+    environments needs."""
     bundles: dict[tuple[str, ...], list[Sequence[Cell]]] = defaultdict(list)
     for cells in groups.values():
         bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
@@ -195,7 +224,7 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     seed=registry.seed, devices=cells[0].devices)) for cells in order[i]]
             return made[i]
 
-        batches = {batch.start: batch for batch in start_batches(len(order))}
+        batches = {batch.start: batch for batch in start_batches([bundle[0][0].adapter for bundle in order])}
         for i, bundle in enumerate(order):
             if i in batches and options.deadline is None:  # a budget may leave a started worker unused
                 together = [w for j in batches[i] for w in workers_of(j)]
