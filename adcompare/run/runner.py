@@ -1,10 +1,11 @@
 """Runs a plan (plan.py) through one worker process per `Cell.worker_group` (adapter, dtype, device, environment,
 device count).
 
-Workers run one at a time (they share the cores). After a timeout at one size, the larger sizes of the same
-`Cell.family` are `skipped`. Each measurement is appended to the results file as it arrives, so a killed run
-resumes. With `RunOptions.rounds` > 1 every group runs once per round in fresh workers, and a timed cell is
-appended once, after its last round (rounds.py). The same group in several environments (`--env`) runs with one
+Workers run one at a time (they share the cores), a group's cells known to end their worker last
+(failures_last). After a timeout at one size, the larger sizes of the same `Cell.family` are `skipped`. Each
+measurement is appended to the results file as it arrives, so a killed run resumes. With `RunOptions.rounds` > 1
+every group runs once per round in fresh workers, and a timed cell is appended once, after its last round
+(rounds.py). The same group in several environments (`--env`) runs with one
 worker per environment, cell by cell, each cell's environments timed in lockstep — their timed blocks alternate
 (lockstep.py) — so both sides of a cell see the same moments of the machine's load (the A/B gate,
 comparison.py). The parent↔worker messages are in protocol.py.
@@ -36,6 +37,7 @@ from adcompare.run.worker_handle import WorkerProcess, start_together
 from adcompare.study.budget import COST_ROUNDS, cost_rounds, left_out
 from adcompare.study.estimate import Estimate, LiveEstimate
 from adcompare.study.plan import Plan
+from adcompare.verify.expectations import expected
 
 # Worker groups whose workers start side by side (start_together), before any of their cells is timed: a fresh
 # worker's interpreter and framework imports (TensorFlow's 3-5 s) keep one core busy, and the groups' workers
@@ -86,6 +88,22 @@ def _in_turn(count: int, size: int) -> list[range]:
     return batches
 
 
+# What a cell known to end so costs: a fresh worker for the next cell of its group (a timeout or crash kills the
+# worker; after a failure, an adapter that cannot trust its state restarts it: torch, Adapter.unusable_after_failure).
+ENDS_ITS_WORKER = (Status.FAILED, Status.CRASHED, Status.TIMEOUT)
+
+
+def failures_last(registry: Registry, cells: Sequence[Cell]) -> list[Cell]:
+    """`cells` with those known to fail, crash or time out (verify/expectations.py) after the others, each part in
+    its order: after a group's last cell no worker is started. In the report's quick suite, torch's compiled
+    control_loop (a graph break) cost its group a second torch worker, 1.4 s."""
+    def ends_its_worker(c: Cell) -> bool:
+        problem = registry.problems.get(c.problem)
+        known = expected(c, problem.compilable) if problem is not None else None
+        return known is not None and known[0] in ENDS_ITS_WORKER
+    return sorted(cells, key=ends_its_worker)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     timeout: float = 300.0
@@ -126,9 +144,8 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
             observer.on_progress(None, m)
     cache_dir = Path(tempfile.mkdtemp(prefix="adcompare-cache-"))  # a per-run compiler cache, removed at the end
     groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
-    for c in p.cells:
-        if c.key not in skip_keys:
-            groups[c.worker_group].append(c)
+    for c in failures_last(registry, [c for c in p.cells if c.key not in skip_keys]):
+        groups[c.worker_group].append(c)
     live = LiveEstimate(options.estimate) if options.estimate is not None and options.deadline is not None else None
     try:
         if options.rounds > 1:
