@@ -193,11 +193,15 @@ class _no_warning:
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nan_or_inf_is_the_nan_status(problems, bad):
-    p = problems["f_r2_r3"]
-    result = correct("f_r2_r3", "jacfwd", cell_inputs(p, p.sizes[0], "jacfwd", "float32"))
-    result[1, 0] = bad
-    check = measured(p, "n2", "jacfwd", "float32", result).check
+@pytest.mark.parametrize("name,size,operator", [("f_r2_r3", "n2", "jacfwd"), ("linear_layer", "n5-p8-o2",
+                                                                             "vmap_jacfwd")])
+def test_nan_or_inf_is_the_nan_status(problems, bad, name, size, operator, monkeypatch):
+    """In a whole result, and in a per-example one, where the NaN is found in its last chunk."""
+    monkeypatch.setattr(check_module, "STREAM_ELEMENTS", 32)
+    p = problems[name]
+    result = correct(name, operator, cell_inputs(p, p.size(size), operator, "float32"))
+    result[-1].flat[0] = bad
+    check = measured(p, size, operator, "float32", result).check
     assert check.nonfinite and check.error is None and check.projection is None
     assert status_of(check) is Status.NAN and "NaN or Inf" in describe(check)
 
@@ -293,7 +297,9 @@ def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check
         max(scaled_error(d.apply(whole), d.expected) for d in ref.directional)
     weights = np.random.default_rng(PROJECTION_SEED)
     a, b = weights.standard_normal(10), weights.standard_normal(12)
-    error, fingerprint = check_module._per_example_check(result, ref)
+    streamed = check_module._per_example_check(result, ref)
+    assert streamed is not None
+    error, fingerprint = streamed
     assert check_module._streamable(ref, result.ndim)
     assert error == pytest.approx(expected_error, rel=1e-9) and (error > 0.1) == (kind == "a wrong example")
     assert fingerprint == pytest.approx(float(a @ whole.reshape(10, 12) @ b), rel=1e-13)

@@ -48,11 +48,15 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
     expected = ref.value if ref.value is not None else tuple(d.expected for d in ref.directional)
     checked = partial(Check, tolerance=tolerance(dtype, ref, expected), reference_method=ref.method,
                       output_dtype=output_dtype, dtype_drift=output_dtype != dtype)
-    if not np.issubdtype(result.dtype, np.floating) or not all_finite(result):
+    if not np.issubdtype(result.dtype, np.floating):
         return checked(error=None, nonfinite=True)
-    if spec(operator).per_example and _streamable(ref, result.ndim):
-        error, fingerprint = _per_example_check(result, ref)
-        return checked(error=error, projection=fingerprint, projection_weights=PER_EXAMPLE_WEIGHTS)
+    if spec(operator).per_example and _streamable(ref, result.ndim):  # finiteness too, chunk by chunk
+        streamed = _per_example_check(result, ref)
+        if streamed is None:
+            return checked(error=None, nonfinite=True)
+        return checked(error=streamed[0], projection=streamed[1], projection_weights=PER_EXAMPLE_WEIGHTS)
+    if not all_finite(result):
+        return checked(error=None, nonfinite=True)
     r64 = result.astype(np.float64, copy=False)  # a float64 result as it is: a copy of BA's cost 1 s
     if ref.value is not None:
         error = scaled_error(r64, ref.value)
@@ -143,10 +147,11 @@ def _streamable(ref: Reference, ndim: int) -> bool:
         for d in ref.directional))
 
 
-def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float]:
+def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float] | None:
     """The reference error and the projection a·(R·b) of a per-example result, in one pass over its examples:
     the same numbers as the whole-array path (the error is a maximum over entries, taken chunk by chunk; a
-    direction with a left contraction sums its chunks first; the projection, summed by chunk, equal to rounding)."""
+    direction with a left contraction sums its chunks first; the projection, summed by chunk, equal to rounding).
+    None when the result holds a NaN or an infinity."""
     rows = np.atleast_1d(result)
     by_example, by_entry = _per_example_weights(rows.shape)
     value = None if ref.value is None else np.atleast_1d(ref.value)
@@ -157,6 +162,8 @@ def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float
     for start in range(0, max(rows.shape[0], 1), step):  # one pass even over no example
         end = start + step
         chunk = rows[start:end].astype(np.float64)
+        if not all_finite(chunk):
+            return None
         fingerprint += float(by_example[start:end] @ (chunk.reshape(len(chunk), by_entry.size) @ by_entry))
         if value is not None:
             errors.append(scaled_error(chunk, value[start:end]))
