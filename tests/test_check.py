@@ -300,11 +300,13 @@ def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check
     streamed = check_module._per_example_check(result, ref)
     assert streamed is not None
     error, fingerprint = streamed
-    assert check_module._streamable(ref, result.ndim)
+    assert check_module._streamable(ref, result.shape)
+    if kind != "full":  # a result short of examples: the whole-array path, which raises on it
+        assert not check_module._streamable(ref, (6, 3, 4))
     assert error == pytest.approx(expected_error, rel=1e-9) and (error > 0.1) == (kind == "a wrong example")
     assert fingerprint == pytest.approx(float(a @ whole.reshape(10, 12) @ b), rel=1e-13)
     pmap_grad = ref_module.Reference(None, "m", 0.0, (ref_module.Direction(expected=np.ones(()), right=right),))
-    assert not check_module._streamable(pmap_grad, right.ndim)  # contracts the example axis too: whole
+    assert not check_module._streamable(pmap_grad, right.shape)  # contracts the example axis too: whole
 
 
 def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",

@@ -1,6 +1,7 @@
 """Faults that must be survived: each costs one cell, every finished cell is kept, nothing is duplicated."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -320,21 +321,27 @@ def test_workers_start_two_at_a_time_one_adapters_together_and_no_group_alone():
     # the report's quick suite: autograd, JAX and JAX on 4 devices, TensorFlow's two, torch's two
     quick = ["autograd", "jax", "jax", "tensorflow", "tensorflow", "torch", "torch"]
     assert [list(b) for b in runner.start_batches(quick)] == [[0, 1, 2], [3, 4], [5, 6]]
-    batches = {kinds: [list(b) for b in runner.start_batches(kinds)] for kinds in ("abbcdddd", "abbbc")}
-    assert batches == {"abbcdddd": [[0, 1, 2], [3, 4, 5], [6, 7]],  # c alone joins the batch after it
-                       "abbbc": [[0], [1, 2, 3], [4]]}  # never four at once
+    assert {kinds: [list(b) for b in runner.start_batches(kinds)] for kinds in ("aaab", "abbc", "abbbc")} == {
+        "aaab": [[0, 1], [2, 3]], "abbc": [[0, 1], [2, 3]], "abbbc": [[0, 1, 2], [3, 4]]}
+    for n in range(2, 9):  # every sequence of three adapters: each group once, in order, in twos and threes
+        for kinds in itertools.product("abc", repeat=n):
+            batches = runner.start_batches(kinds)
+            assert [i for b in batches for i in b] == list(range(n)) and {len(b) for b in batches} <= {2, 3}
 
 
 def test_a_groups_cells_known_to_end_its_worker_run_last(registry):
-    """A cell known to fail (torch's compiled control_loop: data-dependent control flow), crash (torch's compiled
-    forward mode on the CPU) or time out costs a fresh worker for the next cell: those run after the others, each
-    part in plan order; a cell known only to be wrong (a framework bug's mismatch) keeps its place."""
-    def cell(problem, op, variant, size="n100"):
-        return Cell(problem, size, op, "torch", variant, "cpu", "float32")
+    """A cell known to fail (torch's compiled control_loop: data-dependent control flow, after which a torch
+    worker restarts), crash (torch's compiled forward mode on the CPU) or time out costs a fresh worker for the
+    next cell: those run after the others, each part in plan order. A failure that leaves the worker usable
+    (autograd's control_loop on the CPU) keeps its place."""
+    def cell(problem, op, variant, adapter="torch"):
+        return Cell(problem, "n100", op, adapter, variant, "cpu", "float32")
     cells = [cell("control_loop", "grad", "compiled"), cell("exp_dot_loss", "jacfwd", "compiled"),
              cell("exp_dot_loss", "grad", "compiled"), cell("control_loop", "grad", "eager"),
              cell("exp_dot_loss", "grad", "eager")]
     assert runner.failures_last(registry, cells) == [cells[2], cells[3], cells[4], cells[0], cells[1]]
+    autograd = [cell("control_loop", "grad", "eager", "autograd"), cell("exp_dot_loss", "grad", "eager", "autograd")]
+    assert runner.failures_last(registry, autograd) == autograd
 
 
 def test_the_workers_collection_after_a_cell_is_that_cells_cleanup():

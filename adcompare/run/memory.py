@@ -7,9 +7,12 @@ from pathlib import Path
 SETTLE_POLL = 0.005  # seconds between reads of the resident size while it is still falling
 SETTLE_READS = 2  # settled: this many reads in a row without a fall (a busy machine may start the release late)
 SETTLE_LIMIT = 2.0  # at most this long: a safety net, far above the ~0.1 s a 1 GB release takes here
-# Resident growth since the last reset below which there is nothing to wait for: what the previous cell can still
-# release is at most what it left resident, and a few MiB are noise in peaks of hundreds. Most cells of the quick
-# suite leave less, and waited SETTLE_READS polls for nothing: 10 ms a cell, 3.7 s of `adcompare report`.
+# What the previous cell can still be releasing is at most what it held above the resident size at its own reset:
+# below SETTLE_ABOVE over it at its peak (VmHWM, read before this reset), there is nothing worth waiting for; a few
+# MiB are noise in peaks of hundreds. Most cells of the quick suite stay below it, and waited SETTLE_READS polls
+# for nothing: 10 ms a cell, 3.7 s of `adcompare report`. Its peak, not its resident size now: a synchronous free
+# of memory held at its reset (the previous size's inputs, dropped before this reset) would hide a release still
+# under way from a comparison of resident sizes.
 SETTLE_ABOVE = 8 * 2**20
 
 _resident_at_reset: int | None = None  # bytes resident at this process's last peak reset
@@ -41,14 +44,14 @@ def _settle() -> None:
 
 
 def reset_host_peak() -> bool:
-    """Reset the peak-RSS counter once the resident size has settled — where the previous cell left enough
-    resident to matter (SETTLE_ABOVE); False where the OS does not allow it (then peaks are per worker, not per
-    cell)."""
+    """Reset the peak-RSS counter once the resident size has settled — where the previous cell held enough above
+    its own reset's resident size to matter (SETTLE_ABOVE); False where the OS does not allow it (then peaks are
+    per worker, not per cell)."""
     global _resident_at_reset
-    resident = _status_kib("VmRSS")
-    if resident is None or _resident_at_reset is None or resident * 1024 - _resident_at_reset >= SETTLE_ABOVE:
+    peak = host_peak_bytes()
+    if peak is None or _resident_at_reset is None or peak - _resident_at_reset >= SETTLE_ABOVE:
         _settle()
-        resident = _status_kib("VmRSS")
+    resident = _status_kib("VmRSS")
     _resident_at_reset = None if resident is None else resident * 1024
     try:
         Path("/proc/self/clear_refs").write_text("5")

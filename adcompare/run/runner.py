@@ -48,59 +48,52 @@ from adcompare.verify.expectations import expected
 STARTED_TOGETHER = 2
 
 
-def start_batches(adapters: Sequence[str], size: int = STARTED_TOGETHER) -> list[range]:
-    """Worker groups 0 … n − 1 (`adapters[i]`: group i's adapter) in the batches whose workers start together.
+def start_batches(adapters: Sequence[str]) -> list[range]:
+    """Worker groups 0 … n − 1 (`adapters[i]`: group i's adapter) in the batches whose workers start together:
+    pairs, and three where a group would otherwise start alone (a lone group only where it is the only one).
 
-    A batch lasts as long as its slowest start, so groups of one adapter start together (`size` at a time): in
-    the report the quick suite's TensorFlow workers (1 and 4 devices, ~5 s each) started beside a JAX and a torch
-    worker, in two batches of ~5 s, where together they take one. The groups left alone pair up with the next
-    one left alone; a group still alone joins a neighbouring batch of at most `size` (the one before it first)."""
+    A batch lasts as long as its slowest start, so one adapter's groups pair up first: in the report the quick
+    suite's TensorFlow workers (1 and 4 devices, ~5 s each) started beside a JAX and a torch worker, in two batches
+    of ~5 s, where together they take one. An adapter's odd group out pairs up with the next one left over."""
     batches: list[range] = []
     for _, run in groupby(range(len(adapters)), key=adapters.__getitem__):
         first, *rest = run
-        batches += [range(first + b.start, first + b.stop) for b in _in_turn(len(rest) + 1, size)]
+        count = len(rest) + 1
+        batches += [range(i, min(i + STARTED_TOGETHER, first + count))
+                    for i in range(first, first + count, STARTED_TOGETHER)]
     paired: list[range] = []
-    for batch in batches:
+    for batch in batches:  # the groups left over, two in a row, start together
         if paired and len(batch) == 1 and len(paired[-1]) == 1:
             paired[-1] = range(paired[-1].start, batch.stop)
         else:
             paired.append(batch)
-    joined: list[range] = []
-    for i, batch in enumerate(paired):  # a lone batch's neighbours hold two or more
-        if len(batch) == 1 and joined and len(joined[-1]) <= size:
+    joined: list[range] = []  # a group still alone joins the pair before it (the first, the pair after it)
+    for i, batch in enumerate(paired):
+        if len(batch) == 1 and joined and len(joined[-1]) > STARTED_TOGETHER:  # takes the last of a three
+            last = joined[-1]
+            joined[-1:] = [range(last.start, last.stop - 1), range(last.stop - 1, batch.stop)]
+        elif len(batch) == 1 and joined:
             joined[-1] = range(joined[-1].start, batch.stop)
-        elif len(batch) == 1 and i + 1 < len(paired) and len(paired[i + 1]) <= size:
+        elif len(batch) == 1 and i + 1 < len(paired):
             paired[i + 1] = range(batch.start, paired[i + 1].stop)
         else:
             joined.append(batch)
     return joined
 
 
-def _in_turn(count: int, size: int) -> list[range]:
-    """0 … count − 1 `size` at a time, the last one joining the batch before it rather than start alone."""
-    batches: list[range] = []
-    start = 0
-    while start < count:
-        end = min(start + size, count)
-        end += end == count - 1
-        batches.append(range(start, end))
-        start = end
-    return batches
-
-
-# What a cell known to end so costs: a fresh worker for the next cell of its group (a timeout or crash kills the
-# worker; after a failure, an adapter that cannot trust its state restarts it: torch, Adapter.unusable_after_failure).
-ENDS_ITS_WORKER = (Status.FAILED, Status.CRASHED, Status.TIMEOUT)
-
-
 def failures_last(registry: Registry, cells: Sequence[Cell]) -> list[Cell]:
-    """`cells` with those known to fail, crash or time out (verify/expectations.py) after the others, each part in
-    its order: after a group's last cell no worker is started. In the report's quick suite, torch's compiled
-    control_loop (a graph break) cost its group a second torch worker, 1.4 s."""
+    """One worker group's `cells` with those known (verify/expectations.py) to end its worker after the others,
+    each part in its order: a crash or a timeout kills the worker, and a failure restarts it where its adapter
+    cannot trust its state after one (Adapter.unusable_after_failure: torch, and any adapter on a GPU). After a
+    group's last cell no worker is started: in the report's quick suite, torch's compiled control_loop (a graph
+    break) cost its group a second torch worker, 1.4 s."""
     def ends_its_worker(c: Cell) -> bool:
-        problem = registry.problems.get(c.problem)
+        problem, adapter = registry.problems.get(c.problem), registry.adapters.get(c.adapter)
         known = expected(c, problem.compilable) if problem is not None else None
-        return known is not None and known[0] in ENDS_ITS_WORKER
+        if known is None:
+            return False
+        return known[0] in (Status.CRASHED, Status.TIMEOUT) or known[0] is Status.FAILED and (
+            adapter is not None and adapter.unusable_after_failure(c.device) is not None)
     return sorted(cells, key=ends_its_worker)
 
 
@@ -144,8 +137,10 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
             observer.on_progress(None, m)
     cache_dir = Path(tempfile.mkdtemp(prefix="adcompare-cache-"))  # a per-run compiler cache, removed at the end
     groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
-    for c in failures_last(registry, [c for c in p.cells if c.key not in skip_keys]):
-        groups[c.worker_group].append(c)
+    for c in p.cells:
+        if c.key not in skip_keys:
+            groups[c.worker_group].append(c)
+    groups = {group: failures_last(registry, cells) for group, cells in groups.items()}
     live = LiveEstimate(options.estimate) if options.estimate is not None and options.deadline is not None else None
     try:
         if options.rounds > 1:

@@ -50,7 +50,7 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
                       output_dtype=output_dtype, dtype_drift=output_dtype != dtype)
     if not np.issubdtype(result.dtype, np.floating):
         return checked(error=None, nonfinite=True)
-    if spec(operator).per_example and _streamable(ref, result.ndim):  # finiteness too, chunk by chunk
+    if spec(operator).per_example and _streamable(ref, result.shape):  # finiteness too, chunk by chunk
         streamed = _per_example_check(result, ref)
         if streamed is None:
             return checked(error=None, nonfinite=True)
@@ -138,13 +138,18 @@ def _per_example_weights(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray
 STREAM_ELEMENTS = 1 << 17
 
 
-def _streamable(ref: Reference, ndim: int) -> bool:
-    """Whether every comparison of `ref` splits along a result's leading (example) axis: a full reference
-    elementwise, a direction contracting trailing axes only and at most the example axis on the left (pmap_grad's
-    directions contract the whole result, a value's rows pick examples: those take the whole-array path)."""
-    return ndim >= 1 and (ref.value is not None or all(
-        d.rows is None and (d.right is None or d.right.ndim < ndim) and (d.left is None or d.left.ndim == 1)
-        for d in ref.directional))
+def _streamable(ref: Reference, shape: tuple[int, ...]) -> bool:
+    """Whether every comparison of `ref` splits along the leading (example) axis of a result of `shape`: a full
+    reference elementwise (its shape checked before), a direction contracting trailing axes only and, on the left,
+    at most the example axis, with as many examples as the result (pmap_grad's directions contract the whole
+    result, a value's rows pick examples: those take the whole-array path, which fails on a count that differs)."""
+    if not shape:
+        return False
+    if ref.value is not None:
+        return True
+    return all(d.rows is None and (d.right is None or d.right.ndim < len(shape)) and (
+        np.shape(d.expected)[:1] == shape[:1] if d.left is None else d.left.shape == shape[:1])
+        for d in ref.directional)
 
 
 def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float] | None:
@@ -165,15 +170,17 @@ def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float
         if not all_finite(chunk):
             return None
         fingerprint += float(by_example[start:end] @ (chunk.reshape(len(chunk), by_entry.size) @ by_entry))
-        if value is not None:
+        if value is not None:  # a full reference is what the result is compared with, as in the whole-array path
             errors.append(scaled_error(chunk, value[start:end]))
+            continue
         for k, d in enumerate(ref.directional):
             piece = chunk if d.right is None else np.tensordot(chunk, d.right, axes=d.right.ndim)
             if d.left is None:
                 errors.append(scaled_error(piece, d.expected[start:end]))
             else:
                 sums[k] = sums[k] + np.tensordot(d.left[start:end], piece, axes=1)
-    errors += [scaled_error(sums[k], d.expected) for k, d in enumerate(ref.directional) if d.left is not None]
+    if value is None:
+        errors += [scaled_error(sums[k], d.expected) for k, d in enumerate(ref.directional) if d.left is not None]
     return float(np.max(errors)), fingerprint  # np.max: a NaN error stays NaN
 
 
