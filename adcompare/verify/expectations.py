@@ -88,7 +88,10 @@ EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str] | tuple[Status
                        "mode runs it") for variant in ("graph", "compiled")},
     ("tensorflow", "bundle_adjustment", "vmap_jacfwd", "compiled", "*"): (
         Status.FAILED, "TensorFlow 2.21's forward-mode Jacobian under vectorized_map builds a TensorList "
-                       "(TensorListReserve), which XLA cannot compile (jit_compile=True); graph mode runs it"),
+                       "(TensorListReserve), which XLA cannot compile (jit_compile=True), where it is the first "
+                       "forward-mode Jacobian at these shapes in the process (after the eager or graph variant of "
+                       "the same cell it compiles and runs: its helpers traced outside XLA are reused); graph mode "
+                       "runs it"),
     ("torch", "rbf_kernel_map", "vmap_jacfwd", "compiled", "cpu"): (
         Status.FAILED, "torch 2.13's compile of vmap(jacfwd) over the RBF kernel map fails in fake-tensor tracing "
                        "(\"RuntimeError when making fake tensor call\"); the worker restarts after it"),
