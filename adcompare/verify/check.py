@@ -174,11 +174,11 @@ def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float
             errors.append(scaled_error(chunk, value[start:end]))
             continue
         for k, d in enumerate(ref.directional):
-            piece = chunk if d.right is None else np.tensordot(chunk, d.right, axes=d.right.ndim)
+            piece = d.apply(chunk, slice(start, end))
             if d.left is None:
                 errors.append(scaled_error(piece, d.expected[start:end]))
             else:
-                sums[k] = sums[k] + np.tensordot(d.left[start:end], piece, axes=1)
+                sums[k] = sums[k] + piece
     if value is None:
         errors += [scaled_error(sums[k], d.expected) for k, d in enumerate(ref.directional) if d.left is not None]
     return float(np.max(errors)), fingerprint  # np.max: a NaN error stays NaN

@@ -103,7 +103,9 @@ class Direction:
     left: np.ndarray | None = None
     rows: np.ndarray | None = None  # indices along the leading axis, taken first (a value checked on seeded rows)
 
-    def apply(self, result: np.ndarray) -> np.ndarray:
+    def apply(self, result: np.ndarray, examples: slice | None = None) -> np.ndarray:
+        """The contraction of `result`; with `examples`, of those examples (leading-axis entries) of a result
+        taken in parts, whose left contraction then is its part of the whole's (check.py streams so)."""
         out = np.asarray(result, dtype=np.float64)
         if self.rows is not None:
             if out.ndim == 0 or out.shape[0] <= int(self.rows[-1]):
@@ -112,7 +114,8 @@ class Direction:
         if self.right is not None:
             out = np.tensordot(out, self.right, axes=self.right.ndim)
         if self.left is not None:
-            out = np.tensordot(self.left, out, axes=self.left.ndim)
+            left = self.left if examples is None else self.left[examples]
+            out = np.tensordot(left, out, axes=left.ndim)
         return np.asarray(out)
 
 
