@@ -130,7 +130,8 @@ class TorchAdapter(Adapter):
                           "compiled": {**dict.fromkeys(DATA_PARALLEL, NOT_COMPILED_PER_RANK),
                                        **dict.fromkeys(functional.NESTED_TRANSFORMS, NESTED_UNDER_COMPILE)}}
     transforms = functional.TRANSFORMS  # of torch.func; AUTOGRAD_TRANSFORMS of torch for eager-autograd
-    host_processes = 1  # the D of the gloo group this worker was started for (emulate_host_devices)
+    host_processes = 1  # the D of the gloo group of the cell about to run (emulate_host_devices)
+    host_devices_per_cell = True  # a cell's gloo group is its own: one worker runs every device count's cells
 
     def setup(self, *, dtype: str, device: str, threads: int) -> None:
         torch = self.framework

@@ -10,7 +10,9 @@ The messages are protocol.py's.
                                [--devices 4]
 
 `--devices D` (D > 1, data-parallel cells only) sets up D emulated host devices on the CPU before the framework is
-imported (`Adapter.emulate_host_devices`); each data-parallel cell records what was set up under `device_setup`.
+imported (`Adapter.emulate_host_devices`); each data-parallel cell records what was set up under `device_setup`. An
+adapter that sets them up per cell (`Adapter.host_devices_per_cell`: torch) gets one worker for every device count,
+and the call before each cell whose count differs from the last one's.
 """
 from __future__ import annotations
 
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                          time.perf_counter() - started, adapter.versions(), unavailable,
                          devices=args.devices, device_setup=device_setup))
 
+    devices_now, setups = args.devices, {args.devices: device_setup}
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -145,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         if unavailable:
             send(out, CellRecord(Measurement(cell, Status.UNSUPPORTED, unavailable)))
             continue
+        if cell.devices != devices_now and args.device == "cpu" and adapter.host_devices_per_cell:
+            # this worker runs the cells of every device count (Registry.worker_key): set up this cell's count
+            said = adapter.emulate_host_devices(cell.devices)
+            setups[cell.devices] = said if cell.devices > 1 else setups.get(1, "")
+            devices_now = cell.devices
         options = ExecutionOptions(time=request.time, policy=request.policy,
                                    pace=pacer(out, sys.stdin) if request.paced else None,
                                    deadline=deadline(received, request.timeout),
@@ -162,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         measurement = with_stage(measurement, "cleanup", collected())
         measurement = replace(measurement, device_name=measurement.device_name or device_name)
         if data_parallel(cell.operator) and measurement.status is not Status.UNSUPPORTED:
-            setup = device_setup or f"one {args.device} device: the batch is not split"
+            setup = setups.get(cell.devices, device_setup) or f"one {args.device} device: the batch is not split"
             measurement = replace(measurement, details={**measurement.details, "device_setup": setup})
         restart = adapter.unusable_after_failure(args.device) if measurement.status is Status.FAILED else None
         send(out, CellRecord(measurement, restart))

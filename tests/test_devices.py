@@ -57,6 +57,25 @@ def test_a_device_count_separates_keys_series_workers_and_rankings():
     assert c.to_json()["devices"] == 4 and Cell.from_json(c.to_json()) == c
 
 
+def test_a_worker_runs_every_device_count_of_an_adapter_that_sets_devices_up_per_cell():
+    """torch starts a cell's gloo group in the cell: its D-device CPU cells run in the worker of its 1-device cells
+    (Registry.worker_key), which the estimate starts once; JAX fixes its devices at import (one worker per count),
+    and on a GPU the count is the devices present."""
+    from adcompare.plugin import registry as plugins
+    from adcompare.study.estimate import estimate
+
+    registry = plugins.load()
+    torch4, torch1 = cell(4, adapter="torch"), cell(1, adapter="torch", operator="grad")
+    assert registry.worker_key(torch4) == registry.worker_key(torch1) == torch1.worker_group
+    assert registry.worker_key(cell(4, adapter="torch", environment="old")) == ("torch", "float32", "cpu", "old")
+    assert registry.worker_key(cell(4)) == cell(4).worker_group != cell(1).worker_group
+    assert registry.worker_key(cell(2, adapter="torch", device="cuda")) == ("torch", "float32", "cuda", "2dev")
+    startups = estimate(registry, [torch1, torch4, cell(4), cell(1)]).startups
+    assert startups[torch4.worker_group] == 0.0 < startups[torch1.worker_group]
+    assert startups[cell(4).worker_group] > 0.0 and startups[cell(1).worker_group] > 0.0
+    assert estimate(registry, [torch4]).startups[torch4.worker_group] > 0.0  # alone, it starts a worker
+
+
 def test_records_written_before_device_counts_read_as_one_device():
     """The upgrade path, on the producer's real output: every record of the committed full baseline reads with
     devices = 1 and the key it was written with."""

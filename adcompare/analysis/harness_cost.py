@@ -7,8 +7,10 @@ processes: `details.release_seconds`) — and the harness's: the worker's stages
 (inputs, setup, reference, check, timing_loop, cleanup) and the rest ("other": the parent, the protocol,
 the worker's loop).
 A worker's start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared
-by the cells that worker ran; for workers started side by side (run/worker_handle.start_together), the part of the
-wall time their starts took together. Likewise a float64 reference, differenced once per run by the first cell
+by the cells of its worker group (`Cell.worker_group`; where one worker also ran other device counts' cells —
+Registry.worker_key, torch — by the 1-device cells it was started for, the others having started nothing); for
+workers started side by side (run/worker_handle.start_together), the part of the wall time their starts took
+together. Likewise a float64 reference, differenced once per run by the first cell
 that needs it and read back by the others (verify/shared_references.py), is shared by the cells that use it:
 each is charged the group's reference seconds ÷ its cells, and its wall moves by the same amount, so the run's
 totals are what was spent; so are a size's inputs, built once by a worker for its cells at that size. The goal

@@ -174,6 +174,10 @@ class Adapter(ABC):
     # The reason for data-parallel operators (pmap_value, pmap_grad) when `algorithms` lists none; an adapter with
     # a mechanism lists them and overrides `max_devices` and (for the CPU) `emulate_host_devices`.
     no_data_parallel: ClassVar[str] = "declares no data-parallel (multi-device) mechanism"
+    # False: `emulate_host_devices` must run before the framework is imported (JAX, TensorFlow fix their device list
+    # then), so each CPU device count gets a worker of its own. True: it sets nothing process-wide and may be called
+    # before any cell (torch starts its gloo group per cell), so one worker runs the cells of every device count.
+    host_devices_per_cell: ClassVar[bool] = False
     slow_variants: ClassVar[frozenset[str]] = frozenset()  # compile for seconds per cell: few in the quick suite
 
     @property
@@ -246,8 +250,9 @@ class Adapter(ABC):
 
     def emulate_host_devices(self, count: int) -> str:
         """Called in the worker before `setup` (before the framework is imported) when its cells run on `count` > 1
-        CPU devices: set up `count` emulated host devices (JAX: --xla_force_host_platform_device_count) and say
-        what was done, e.g. "4 emulated host devices share this machine's 2 cores" (recorded with each cell).
+        CPU devices — or, where `host_devices_per_cell`, before each such cell — : set up `count` emulated host
+        devices (JAX: --xla_force_host_platform_device_count) and say what was done, e.g. "4 emulated host devices
+        share this machine's 2 cores" (recorded with each cell).
         Default: "" (no emulation; `max_devices("cpu")` then stays 1 and such cells are unsupported)."""
         return ""
 

@@ -12,12 +12,13 @@ import importlib.metadata
 import importlib.util
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
 import pluggy
 
+from adcompare.model.cell import Cell
 from adcompare.model.errors import PluginError, ProblemDefinitionError, unknown
 from adcompare.model.problem import Problem, ProblemDefinition, problems_in
 from adcompare.plugin import hookspecs
@@ -54,6 +55,16 @@ class Registry:
         if name not in self.problems:
             raise unknown("problem", name, self.problems)
         return self.problems[name]
+
+    def worker_key(self, cell: Cell) -> tuple[str, ...]:
+        """The worker process that runs `cell`: its `Cell.worker_group`'s, except that an adapter that sets its host
+        devices up per cell (`Adapter.host_devices_per_cell`: torch's gloo group) runs the cells of every CPU device
+        count in the worker of its 1-device cells; in the report a worker started for torch's one 4-device cell
+        spent ~1 s starting up for it."""
+        adapter = self.adapters.get(cell.adapter)
+        if cell.devices != 1 and cell.device == "cpu" and adapter is not None and adapter.host_devices_per_cell:
+            return replace(cell, devices=1).worker_group
+        return cell.worker_group
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,5 +1,6 @@
 """Runs a plan (plan.py) through one worker process per `Cell.worker_group` (adapter, dtype, device, environment,
-device count).
+device count) — one for every CPU device count of an adapter that sets its host devices up per cell
+(Registry.worker_key).
 
 Workers run one at a time (they share the cores), a group's cells known to end their worker last
 (failures_last). After a timeout at one size, the larger sizes of the same `Cell.family` are `skipped`. Each
@@ -139,8 +140,10 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
     groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
     for c in p.cells:
         if c.key not in skip_keys:
-            groups[c.worker_group].append(c)
-    groups = {group: failures_last(registry, cells) for group, cells in groups.items()}
+            groups[registry.worker_key(c)].append(c)
+    # a worker that runs several device counts' cells (Registry.worker_key) starts for its 1-device cells, which
+    # bear its start-up (analysis/harness_cost.py), and sets up the other counts as their cells come
+    groups = {group: failures_last(registry, sorted(cells, key=lambda c: c.devices)) for group, cells in groups.items()}
     live = LiveEstimate(options.estimate) if options.estimate is not None and options.deadline is not None else None
     try:
         if options.rounds > 1:
@@ -174,7 +177,7 @@ def _measure_to_budget(registry: Registry, groups: Mapping[tuple[str, ...], Sequ
         ran = {c.key for c in this_round}
         by_group: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
         for c in this_round:
-            by_group[c.worker_group].append(c)
+            by_group[registry.worker_key(c)].append(c)
         deferred: list[Cell] = []
         bound = COST_ROUNDS[number] if number < len(COST_ROUNDS) else None
         yield from _measure_groups(registry, by_group, options, cache_dir, observer, live, timed_out,
@@ -223,7 +226,7 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
     environments needs."""
     bundles: dict[tuple[str, ...], list[Sequence[Cell]]] = defaultdict(list)
     for cells in groups.values():
-        bundles[replace(cells[0], environment=CURRENT).worker_group].append(cells)
+        bundles[registry.worker_key(replace(cells[0], environment=CURRENT))].append(cells)
     order = list(bundles.values())
     with ExitStack() as stack:
         made: dict[int, list[WorkerProcess]] = {}
@@ -233,7 +236,7 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                 made[i] = [stack.enter_context(WorkerProcess(
                     cells[0].adapter, cells[0].dtype, cells[0].device, options.threads, registry.plugins, cache_dir,
                     interpreter=options.interpreters.get(cells[0].environment), inputs=registry.inputs,
-                    seed=registry.seed, devices=cells[0].devices)) for cells in order[i]]
+                    seed=registry.seed, devices=min(c.devices for c in cells))) for cells in order[i]]
             return made[i]
 
         batches = {batch.start: batch for batch in start_batches([bundle[0][0].adapter for bundle in order])}
@@ -244,11 +247,11 @@ def _measure_groups(registry: Registry, groups: Mapping[tuple[str, ...], Sequenc
                     start_together(together)
             workers = workers_of(i)
             adapter = registry.adapters.get(bundle[0][0].adapter)
-            group = bundle[0][0].worker_group
+            group = registry.worker_key(bundle[0][0])
             measured = (_run_group(workers[0], bundle[0], options, observer, live,
                                    timed_out[group] if timed_out is not None else {}, deferral) if len(bundle) == 1
                         else _run_environments(workers, bundle, options, observer, live,
-                                               [timed_out[cells[0].worker_group] for cells in bundle]
+                                               [timed_out[registry.worker_key(cells[0])] for cells in bundle]
                                                if timed_out is not None else None))
             for m in measured:
                 if adapter is not None:  # the variant's meaning as declared, recorded for the report

@@ -198,7 +198,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     for c in cells:
         # jacfwd and jacrev check against one Jacobian (reference.py caches and shares it), as do the per-example pair.
         shared = SHARED_REFERENCE.get(c.operator, c.operator)
-        group = c.worker_group
+        group = registry.worker_key(c)
         key, ref_key = c.key, (*group, c.problem, c.size, shared)  # the reference is cached per worker
         adapter = registry.adapters[c.adapter]
         slow = c.variant in adapter.slow_variants
@@ -221,11 +221,13 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             warm.add(group)
         if not adapter.compiled_from(c.variant):
             eager_seen.add(ref_key)
-    startups = {}
+    startups, workers = {}, set()
     for c in cells:
         g = c.worker_group
-        if g not in startups:
-            startups[g] = history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
+        if g not in startups:  # a group run in another group's worker (Registry.worker_key) starts none
+            started = registry.worker_key(c) in workers
+            startups[g] = 0.0 if started else history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
+            workers.add(registry.worker_key(c))
     return Estimate(out, startups, frozenset(measured), modelled)
 
 

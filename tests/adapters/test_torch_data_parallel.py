@@ -1,9 +1,10 @@
 """torch's data-parallel mechanism (issue 26): a torch.distributed gloo process group of D processes (the worker as
-rank 0, D − 1 spawned helpers), through `adcompare run`'s worker at D = 2 in float64, values checked against an
-independent recomputation of the whole batch's mean-loss gradient and of the per-example values; and no helper
-process outlives its cell (D = 2 in-process), nor a worker killed mid-cell. D = 4 through a worker runs in the
-conformance suite (tests/test_conformance.py: the same float64 cells, against the reference) and in the quick
-matrix (tests/test_matrix.py: timed, D distinct processes, one worker per device count)."""
+rank 0, D − 1 spawned helpers), through `adcompare run`'s worker at D = 1 and 2 in float64 — one worker for both
+counts, which torch sets up per cell (Registry.worker_key) — values checked against an independent recomputation of
+the whole batch's mean-loss gradient and of the per-example values; and no helper process outlives its cell (D = 2
+in-process), nor a worker killed mid-cell. D = 4 through a worker runs in the conformance suite
+(tests/test_conformance.py: the same float64 cells, against the reference) and in the quick matrix
+(tests/test_matrix.py: timed, D distinct processes, D = 2 and 4 in one worker)."""
 from __future__ import annotations
 
 import json
@@ -38,13 +39,33 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory):
+def run_records(tmp_path_factory):
     out = tmp_path_factory.mktemp("torch_pmap") / "pmap.jsonl"
     code = main(["run", "--problem", "mlp_loss", "--size", SIZE, "--operator", "pmap_grad,pmap_value",
-                 "--adapter", "torch", "--devices", "2", "--dtype", "float64", "--no-progress", "-o", str(out)])
+                 "--adapter", "torch", "--devices", "1,2", "--dtype", "float64", "--no-progress", "-o", str(out)])
     assert code == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    return [r for r in lines if r.get("record") == "cell"]
+    return [r for r in lines if r.get("record") == "cell"], [r for r in lines if r.get("record") == "worker"]
+
+
+@pytest.fixture(scope="module")
+def records(run_records):
+    """The cells at D = 2 (those at D = 1 are for the worker test below)."""
+    return [r for r in run_records[0] if r["cell"].get("devices", 1) == 2]
+
+
+def test_every_device_count_runs_in_the_one_worker_started_for_its_first_cells(run_records):
+    """torch needs nothing set before its import (each cell starts its own gloo group), so its D = 1 and D = 2
+    cells run in one worker, started once, for D = 1 (Registry.worker_key): no worker start-up for one count's
+    cells, which was the report's last cell over the harness goal (issue 39)."""
+    cells, workers = run_records
+    ran = [r for r in cells if r["status"] == "ok"]
+    assert sorted(r["cell"].get("devices", 1) for r in ran) == [1, 1, 2, 2]
+    assert len(workers) == 1 and workers[0].get("devices", 1) == 1
+    assert {r["details"]["rank0_pid"] for r in ran} == {workers[0]["pid"]}
+    assert {r["details"]["world_size"] for r in ran if r["cell"].get("devices", 1) == 1} == {1}
+    assert [r["details"]["device_setup"] for r in ran if r["cell"].get("devices", 1) == 1] == \
+        ["one cpu device: the batch is not split"] * 2
 
 
 def test_gloo_group_gradient_is_the_whole_batch_gradient(records, whole_batch):
