@@ -71,6 +71,40 @@ def test_other_keys_and_no_directory_are_differenced(problem, tmp_path, monkeypa
     clear_cache()
 
 
+def test_a_reference_read_back_is_a_read_only_mapping_of_its_file(registry, sharing, monkeypatch):
+    """The arrays of a shared reference are views of its file, mapped: nothing copied until read (BA's value at
+    p = 28,987,644: 700 MB unpickled in 2.3-2.6 s per worker), none writable, each at a 64-byte boundary; the
+    directional ones as well as a full value, equal to what was differenced."""
+    problem = registry.problems["mlp_loss"]  # per-example: directions with a right vector and an expected per example
+    inputs = cell_inputs(problem, problem.size("B16-h4"), "vmap_jacfwd", "float64")
+    first = reference(problem, "B16-h4", "vmap_jacfwd", inputs, budget=0.0)  # directional
+    values = cell_inputs(problem, problem.size("B16-h4"), "value", "float64")
+    full = reference(problem, "B16-h4", "value", values)
+    clear_cache()
+    _no_differencing(monkeypatch)
+    for ours, theirs in ((reference(problem, "B16-h4", "vmap_jacfwd", inputs, budget=0.0), first),
+                         (reference(problem, "B16-h4", "value", values), full)):
+        assert ours.shared
+        arrays = [a for a in (ours.value, *(x for d in ours.directional for x in (d.expected, d.right)))
+                  if a is not None]
+        theirs_arrays = [a for a in (theirs.value, *(x for d in theirs.directional for x in (d.expected, d.right)))
+                         if a is not None]
+        assert len(arrays) == len(theirs_arrays) > 0
+        for a, b in zip(arrays, theirs_arrays):
+            np.testing.assert_array_equal(a, b)
+            assert not a.flags.writeable and a.ctypes.data % shared_references.ALIGN == 0
+            assert not a.flags.owndata  # a view of the mapping, not a copy
+    clear_cache()
+
+
+def test_a_file_cut_short_in_its_arrays_is_differenced_again(problem, sharing):
+    reference(problem, "n100", "grad", _inputs(problem))
+    (kept,) = sharing.glob("*.pickle")
+    kept.write_bytes(kept.read_bytes()[:-8])
+    clear_cache()
+    assert not reference(problem, "n100", "grad", _inputs(problem)).shared
+
+
 def test_a_half_written_file_is_differenced_again(problem, sharing):
     tmp_path = sharing
     reference(problem, "n100", "grad", _inputs(problem))
@@ -114,9 +148,11 @@ def test_a_reference_is_shared_when_reading_it_back_beats_computing_it():
 
 
 def test_the_points_digest_covers_every_byte_and_hashes_a_large_array_once_while_it_lives(problem, monkeypatch):
-    """Equal inputs give equal digests, one changed bit or another operator's vectors another; a large array's
-    bytes are hashed once while that very array lives (a cell's reference and check both build its point, and a
-    worker's cells at one size share their arrays: BA's largest hold 3.9 GB), and the memo keeps none alive."""
+    """Equal inputs give equal digests, one changed bit or another operator's vectors another; a worker's inputs
+    (built from its size, kept read-only: cell_inputs' `reuse`) are keyed by their origin, their bytes never hashed
+    (BA's largest hold 3.9 GB: 2.3-2.9 s a worker), and a fresh build of the same origin (another worker) gets the
+    same digest; other read-only arrays are hashed once while that very array lives, and the memo keeps none
+    alive."""
     clear_cache()
     point = ref_module._point(_inputs(problem))
     assert ref_module._point(_inputs(problem)).digest == point.digest
@@ -132,18 +168,26 @@ def test_the_points_digest_covers_every_byte_and_hashes_a_large_array_once_while
                         lambda *a: hashed.append(1 if a and a[0].nbytes else 0) or real(*a))  # non-empty data
     clear_cache()
     kept = cell_inputs(problem, problem.size("n100"), "grad", "float64", reuse=True)  # a worker's: read-only
-    ref_module._point(kept)
-    arrays = sum(hashed)  # one sha256 per non-empty array
+    keyed = ref_module._point(kept)
+    assert kept.origin and sum(hashed) == 0  # no byte of its point hashed (grad: no tangent, no cotangent)
+    cell_inputs(problem, problem.size("n100"), "grad", "float64")  # drops the kept arrays: the next are fresh
+    fresh = cell_inputs(problem, problem.size("n100"), "grad", "float64", reuse=True)  # as another worker's
+    assert fresh.wrt is not kept.wrt and ref_module._point(fresh).digest == keyed.digest and sum(hashed) == 0
+    assert ref_module._point(cell_inputs(problem, problem.size("n100"), "grad", "float32", reuse=True)).digest \
+        != keyed.digest  # another origin
+    anonymous = dataclasses.replace(fresh, origin="")  # read-only arrays of no stated origin: their bytes
+    before = sum(hashed)
+    assert ref_module._point(anonymous).digest == point.digest
+    arrays = sum(hashed) - before  # one sha256 per non-empty array
     assert arrays >= 2
-    assert ref_module._point(kept).digest == point.digest and sum(hashed) == arrays  # the check's: none again
-    ref_module._point(dataclasses.replace(kept, tangent=None))  # another cell, the same arrays: none again
-    assert sum(hashed) == arrays
-    dropped = weakref.ref(kept.wrt)
-    del kept
+    ref_module._point(anonymous)  # the check's: none again
+    ref_module._point(dataclasses.replace(anonymous, tangent=None))  # another cell, the same arrays: none again
+    assert sum(hashed) - before == arrays
+    assert ref_module._point(dataclasses.replace(fresh, wrt=fresh.wrt.copy())).digest == point.digest  # writable
+    dropped = weakref.ref(anonymous.wrt)
+    del anonymous, fresh
     cell_inputs(problem, problem.size("n100"), "grad", "float64")  # drops the worker's kept inputs
     assert dropped() is None  # the memo held no array
-    ref_module._point(_inputs(problem))  # new arrays, equal bytes: hashed
-    assert sum(hashed) == 2 * arrays
     writable = _inputs(problem)
     before = ref_module._point(writable).digest
     writable.wrt[0] += 1.0  # a writable array may change in place: never memoised

@@ -72,6 +72,9 @@ class CellInputs:
     batch: np.ndarray | None  # the batch argument for per-example operators, else None
     tangent: np.ndarray | None  # v for jvp/hvp
     cotangent: np.ndarray | None  # u for vjp
+    # What made wrt, constants and batch, where a worker built them from its size and keeps them read-only for its
+    # next cells (cell_inputs' `reuse`): the reference keys its caches on it instead of hashing their bytes.
+    origin: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
     are given again instead of built again (BA's largest inputs are 3.9 GB: seconds to build, for every variant
     and operator of the size), read-only. Any other call drops them first."""
     wanted = (size, dtype, seed)
+    # the arrays problem.inputs makes of these, the same in every worker of a run (its contract): their identity
+    origin = repr((problem.name, size.label, dtype, seed, sorted(size.provenance().items()))) if reuse else ""
     if reuse and _LAST and _LAST[0][0] is problem and _LAST[0][1] == wanted:
         values = dict(_LAST[0][2])
     else:
@@ -40,7 +42,7 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
         batch = values.pop(problem.batch)
     tangent = seeded_vector(np.shape(wrt), dtype) if op.takes == "tangent" else None
     cotangent = seeded_vector(output_shape(problem, size), dtype) if op.takes == "cotangent" else None
-    return CellInputs(wrt=wrt, constants=values, batch=batch, tangent=tangent, cotangent=cotangent)
+    return CellInputs(wrt=wrt, constants=values, batch=batch, tangent=tangent, cotangent=cotangent, origin=origin)
 
 
 def seeded_vector(shape: tuple[int, ...], dtype: str) -> np.ndarray:

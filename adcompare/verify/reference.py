@@ -223,10 +223,18 @@ def _bytes_digest(array: np.ndarray) -> str:
 
 
 def _digests(inputs: CellInputs) -> tuple[str, str]:
-    """A digest of every input's name, dtype, shape and bytes, and one of the point alone (before the tangent)."""
+    """A digest of every input's name, dtype, shape and bytes, and one of the point alone (before the tangent).
+
+    Where a worker built the point from its size and holds it read-only (`CellInputs.origin`), the point's digest
+    is that of its origin, not of its bytes: every worker of a run builds the same arrays from it, and hashing
+    them cost each worker's first cell at a size 2.3-2.9 s at BA's p = 28,987,644 (3.9 GB), 0.4 s at 5,213,733.
+    The tangent and cotangent are hashed (seeded vectors: a wrt's or an output's size)."""
+    point = [("wrt", inputs.wrt), ("batch", inputs.batch), *sorted(inputs.constants.items())]
     h = hashlib.sha256()
-    for name, value in [("wrt", inputs.wrt), ("batch", inputs.batch), *sorted(inputs.constants.items()),
-                        ("tangent", inputs.tangent), ("cotangent", inputs.cotangent)]:
+    if inputs.origin and not any(isinstance(v, np.ndarray) and v.flags.writeable for _, v in point):
+        h.update(f"origin:{inputs.origin};".encode())
+        point = []
+    for name, value in [*point, ("tangent", inputs.tangent), ("cotangent", inputs.cotangent)]:
         if name == "tangent":
             where = h.hexdigest()
         array = np.ascontiguousarray(value) if value is not None else np.zeros(0)
