@@ -11,8 +11,8 @@ file's name digests the key and the differencing code's own source, so a changed
 
 A file is the reference's pickle with its arrays' bytes out of band, after it, each at a 64-byte boundary; a reader
 maps the file and its arrays are read-only views of the mapping (pickle protocol 5's out-of-band buffers): nothing
-is copied or allocated until the check reads them, from the page cache the workers share. Unpickled whole, BA's
-value reference at p = 28,987,644 (700 MB) took each worker 2.3-2.6 s to read back, half of differencing it.
+is copied or allocated until the check reads them, from the page cache the workers share (BA's value reference at
+p = 28,987,644 is 700 MB, a private copy in each reading worker when unpickled whole).
 """
 from __future__ import annotations
 
