@@ -8,7 +8,8 @@ processes: `details.release_seconds`) — and the harness's: the worker's stages
 the worker's loop).
 A worker's start-up (`details.worker_start_seconds`, on the cell it was started for) is the harness's too, shared
 by the cells of its worker group (`Cell.worker_group`; where one worker also ran other device counts' cells —
-Registry.worker_key, torch — by the 1-device cells it was started for, the others having started nothing); for
+Registry.worker_key, torch — by the group of the cell it was started for, usually a 1-device one, as the runner
+runs those first; a --max-time round or a restart may start it for another count's); for
 workers started side by side (run/worker_handle.start_together), the part of the wall time their starts took
 together. Likewise a float64 reference, differenced once per run by the first cell
 that needs it and read back by the others (verify/shared_references.py), is shared by the cells that use it:

@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pluggy
 
-from adcompare.model.cell import Cell
+from adcompare.model.cell import CURRENT, Cell
 from adcompare.model.errors import PluginError, ProblemDefinitionError, unknown
 from adcompare.model.problem import Problem, ProblemDefinition, problems_in
 from adcompare.plugin import hookspecs
@@ -60,9 +60,11 @@ class Registry:
         """The worker process that runs `cell`: its `Cell.worker_group`'s, except that an adapter that sets its host
         devices up per cell (`Adapter.host_devices_per_cell`: torch's gloo group) runs the cells of every CPU device
         count in the worker of its 1-device cells; in the report a worker started for torch's one 4-device cell
-        spent ~1 s starting up for it."""
+        spent ~1 s starting up for it. Only in this interpreter's environment: another's worker (`--env`, the A/B
+        gate's older checkout) may be an adcompare that sets devices up only at start."""
         adapter = self.adapters.get(cell.adapter)
-        if cell.devices != 1 and cell.device == "cpu" and adapter is not None and adapter.host_devices_per_cell:
+        if (cell.devices != 1 and cell.device == "cpu" and cell.environment == CURRENT and adapter is not None
+                and adapter.host_devices_per_cell):
             return replace(cell, devices=1).worker_group
         return cell.worker_group
 
