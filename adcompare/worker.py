@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                          time.perf_counter() - started, adapter.versions(), unavailable,
                          devices=args.devices, device_setup=device_setup))
 
-    devices_now, setups = args.devices, {args.devices: device_setup}
+    devices_now = args.devices
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -151,8 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if cell.devices != devices_now and args.device == "cpu" and adapter.host_devices_per_cell:
             # this worker runs the cells of every device count (Registry.worker_key): set up this cell's count
             said = adapter.emulate_host_devices(cell.devices)
-            setups[cell.devices] = said if cell.devices > 1 else setups.get(1, "")
-            devices_now = cell.devices
+            device_setup, devices_now = (said if cell.devices > 1 else ""), cell.devices
         options = ExecutionOptions(time=request.time, policy=request.policy,
                                    pace=pacer(out, sys.stdin) if request.paced else None,
                                    deadline=deadline(received, request.timeout),
@@ -170,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         measurement = with_stage(measurement, "cleanup", collected())
         measurement = replace(measurement, device_name=measurement.device_name or device_name)
         if data_parallel(cell.operator) and measurement.status is not Status.UNSUPPORTED:
-            setup = setups.get(cell.devices, device_setup) or f"one {args.device} device: the batch is not split"
+            setup = device_setup or f"one {args.device} device: the batch is not split"
             measurement = replace(measurement, details={**measurement.details, "device_setup": setup})
         restart = adapter.unusable_after_failure(args.device) if measurement.status is Status.FAILED else None
         send(out, CellRecord(measurement, restart))

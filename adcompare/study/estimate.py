@@ -225,9 +225,9 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
     for c in cells:
         g = c.worker_group
         if g not in startups:  # a group run in another group's worker (Registry.worker_key) starts none
-            started = registry.worker_key(c) in workers
-            startups[g] = 0.0 if started else history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
-            workers.add(registry.worker_key(c))
+            worker = registry.worker_key(c)
+            startups[g] = 0.0 if worker in workers else history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
+            workers.add(worker)
     return Estimate(out, startups, frozenset(measured), modelled)
 
 
