@@ -35,7 +35,7 @@ PERTURBATION = {"float64": 1e-6, "float32": 1e-3}  # relative, in the largest el
 
 @pytest.fixture(scope="module")
 def problems(registry):
-    return {name: registry.problem(name) for name in ("f_r2_r3", "exp_dot_loss", "linear_layer")}
+    return {name: registry.problem(name) for name in ("f_r2_r3", "exp_dot_loss", "linear_layer", "bundle_adjustment")}
 
 
 def correct(name: str, operator: str, inputs) -> np.ndarray:
@@ -272,6 +272,30 @@ def test_a_per_example_projection_weighs_examples_and_entries_apart_and_older_we
     rng = np.random.default_rng(PROJECTION_SEED)  # pmap_grad of a scalar x: a 0-d result is one example
     assert projection(None, None, "pmap_grad", "float64", np.array(2.0)) == pytest.approx(
         2.0 * rng.standard_normal(1)[0] * rng.standard_normal(1)[0])
+
+
+def test_a_value_with_rows_is_weighed_row_by_row_and_a_value_of_one_axis_as_before(problems):
+    """BA's (p, 3) residuals: a·(R·b), row i weighed as example i (PER_EXAMPLE_WEIGHTS; ⟨u, f⟩ drew 87 M normals
+    at ADBench's ba20), recomputed here by the loop it stands for; one entry off moves it and fails the check. A
+    value of fewer axes keeps ⟨u, f⟩ and its weights."""
+    p = problems["bundle_adjustment"]
+    size = p.size("n5-m50-p300")
+    inputs = cell_inputs(p, size, "value", "float64")
+    value = np.asarray(p.bind(np, inputs.constants)(inputs.wrt))
+    m = measured(p, size, "value", "float64", value)
+    rng = np.random.default_rng(PROJECTION_SEED)
+    a, b = rng.standard_normal(value.shape[0]), rng.standard_normal(value.shape[1])
+    by_loop = sum(a[i] * b[j] * value[i, j] for i in range(value.shape[0]) for j in range(value.shape[1]))
+    assert (m.status, m.check.projection_weights) == (Status.OK, PER_EXAMPLE_WEIGHTS)
+    assert m.check.projection == pytest.approx(by_loop, rel=1e-12)
+    off = value.copy()
+    off[7, 1] += 1e-3
+    wrong = measured(p, size, "value", "float64", off)
+    assert wrong.status is Status.MISMATCH and wrong.check.projection != m.check.projection
+    e = problems["exp_dot_loss"]
+    scalar = cell_inputs(e, e.size("n10"), "value", "float64")
+    plain = measured(e, "n10", "value", "float64", np.asarray(e.bind(np, scalar.constants)(scalar.wrt)))
+    assert plain.status is Status.OK and plain.check.projection_weights == ""
 
 
 @pytest.mark.parametrize("kind", ["full", "directional", "one example each", "a wrong example"])

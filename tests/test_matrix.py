@@ -115,6 +115,27 @@ def required_frameworks_ran_cells(matrix):
     assert not missing, f"ADCOMPARE_REQUIRE names {missing}, which ran no cell ok"
 
 
+def each_worker_built_a_sizes_inputs_once(matrix):
+    """A worker runs a size's cells one after another (the plan's order) and builds their inputs once: each cell,
+    in the order its worker ran them, reused its inputs exactly when the worker's last inputs were its problem's at
+    its size and dtype and no worker was started for it (after a crash or a failure that ends a worker); and most
+    cells reused them."""
+    groups: dict[tuple, list] = {}
+    for c in PLAN.cells:
+        groups.setdefault(REGISTRY.worker_key(c), []).append(c)
+    ran = {c.key: (worker, i) for worker, cells in groups.items()  # each worker's cells in the runner's order
+           for i, c in enumerate(runner.failures_last(REGISTRY, sorted(cells, key=lambda c: c.devices)))}
+    last: dict[tuple, tuple] = {}  # worker → the problem, size and dtype of the inputs it holds
+    reused = 0
+    for m in sorted((m for m in matrix.values() if "inputs_reused" in m.details), key=lambda m: ran[m.cell.key]):
+        worker, at = ran[m.cell.key][0], (m.cell.problem, m.cell.size, m.cell.dtype)
+        restarted = m.details.get("worker_start_seconds", 0) > 0
+        assert m.details["inputs_reused"] == (last.get(worker) == at and not restarted), (m.cell.id, last.get(worker))
+        last[worker] = at
+        reused += m.details["inputs_reused"]
+    assert reused > 0.5 * len(matrix), (reused, len(matrix))
+
+
 class QuickSuiteHalf:
     half = 0
 
@@ -150,6 +171,9 @@ class TestQuickSuiteSecondHalf(QuickSuiteHalf):
 
     def test_required_frameworks_ran_cells(self, matrix):
         required_frameworks_ran_cells(matrix)
+
+    def test_each_worker_built_a_sizes_inputs_once(self, matrix):
+        each_worker_built_a_sizes_inputs_once(matrix)
 
 
 def test_the_halves_are_the_whole_plan():

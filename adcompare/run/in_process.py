@@ -28,7 +28,7 @@ from adcompare.model.timing_policy import TimingPolicy
 from adcompare.plugin.adapter import Adapter, CellInputs, Prepared, Request
 from adcompare.run import memory, timing
 from adcompare.run.protocol import Progress
-from adcompare.verify.cell_inputs import cell_inputs
+from adcompare.verify.cell_inputs import cell_inputs, held
 from adcompare.verify.check import check_result, describe, status_of
 from adcompare.verify.reference import ReferenceError, reference
 from adcompare.verify.tolerance import all_finite
@@ -208,6 +208,7 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
         return measurement(status=Status.UNSUPPORTED, message=capability.reason)
     size = problem.size(cell.size)
     began = time.perf_counter()
+    reused = held(problem, size, cell.dtype)
     inputs = cell_inputs(problem, size, cell.operator, cell.dtype, reuse=True)
     inputs_seconds = time.perf_counter() - began
     began = time.perf_counter()
@@ -220,11 +221,12 @@ def run_cell(adapter: Adapter, problem: Problem, cell: Cell, options: ExecutionO
     called = first_call(adapter, problem, cell, size=size, inputs=inputs,
                         on_called=lambda seconds: tell(Progress(Progress.CALLED, seconds)))
     if not called.called:
-        return measurement(status=called.status, message=called.message)
+        return measurement(status=called.status, message=called.message, details={"inputs_reused": reused})
     assert called.details is not None, "first_call records details whenever prepare and the first call returned"
     details = dict(called.details)
     stages = dict(called.seconds_in)
     details["prepare_seconds"] = round(stages.pop("prepare", 0.0), 4)
+    details["inputs_reused"] = reused  # the worker's last cell built them (the plan orders a size's cells together)
     overhead = {"inputs": inputs_seconds, "setup": setup_seconds, **stages}  # outside the framework's calls
     details[OVERHEAD] = {k: round(v, 4) for k, v in overhead.items()}
     if called.check is None:  # a wrong shape, a NaN, a reference that could not be computed: not timed

@@ -24,7 +24,7 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
     wanted = (size, dtype, seed)
     # the arrays problem.inputs makes of these, the same in every worker of a run (its contract): their identity
     origin = repr((problem.name, size.label, dtype, seed, sorted(size.provenance().items()))) if reuse else ""
-    if reuse and _LAST and _LAST[0][0] is problem and _LAST[0][1] == wanted:
+    if reuse and held(problem, size, dtype, seed):
         values = dict(_LAST[0][2])
     else:
         _LAST.clear()  # before building: two sizes' arrays are never held at once
@@ -43,6 +43,11 @@ def cell_inputs(problem: Problem, size: Size, operator: str, dtype: str, seed: i
     tangent = seeded_vector(np.shape(wrt), dtype) if op.takes == "tangent" else None
     cotangent = seeded_vector(output_shape(problem, size), dtype) if op.takes == "cotangent" else None
     return CellInputs(wrt=wrt, constants=values, batch=batch, tangent=tangent, cotangent=cotangent, origin=origin)
+
+
+def held(problem: Problem, size: Size, dtype: str, seed: int | None = None) -> bool:
+    """Whether `cell_inputs(..., reuse=True)` would give these arrays again rather than build them."""
+    return bool(_LAST) and _LAST[0][0] is problem and _LAST[0][1] == (size, dtype, seed)
 
 
 def seeded_vector(shape: tuple[int, ...], dtype: str) -> np.ndarray:

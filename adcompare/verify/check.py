@@ -50,7 +50,7 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
                       output_dtype=output_dtype, dtype_drift=output_dtype != dtype)
     if not np.issubdtype(result.dtype, np.floating):
         return checked(error=None, nonfinite=True)
-    if spec(operator).per_example and _streamable(ref, result.shape):  # finiteness too, chunk by chunk
+    if weighs_rows(operator, result.shape) and _streamable(ref, result.shape):  # finiteness too, chunk by chunk
         streamed = _per_example_check(result, ref)
         if streamed is None:
             return checked(error=None, nonfinite=True)
@@ -63,7 +63,7 @@ def check_result(problem: Problem, size: Size | str, operator: str, dtype: str, 
     else:
         error = max(scaled_error(d.apply(r64), d.expected) for d in ref.directional)
     return checked(error=error, projection=projection(problem, size, operator, dtype, r64, np.shape(inputs.wrt)),
-                   projection_weights=PER_EXAMPLE_WEIGHTS if spec(operator).per_example else "")
+                   projection_weights=PER_EXAMPLE_WEIGHTS if weighs_rows(operator, r64.shape) else "")
 
 
 def status_of(check: Check) -> Status:
@@ -121,8 +121,15 @@ def _contract(left: np.ndarray | None, r: np.ndarray, right: np.ndarray | None) 
 # Check.projection_weights of a per-example result: weight aᵢ·bⱼ for entry j of example i (a, b seeded normals), so
 # the projection is a·(R·b). Before schema 4 each entry drew its own normal: 56 M draws, 1.3 s, for BA's per-example
 # Jacobian at p = 1,255,268, more than the rest of its check; a·(R·b) takes 0.05 s and, for a and b random, still
-# tells any two different results apart (almost surely).
+# tells any two different results apart (almost surely). A value with rows is weighed so too, row i as example i.
 PER_EXAMPLE_WEIGHTS = "per example × per entry"
+
+
+def weighs_rows(operator: str, shape: tuple[int, ...]) -> bool:
+    """Whether a result's projection is a·(R·b) (PER_EXAMPLE_WEIGHTS): a per-example result, its rows its examples,
+    or a value of two axes or more, row by row (BA's (p, 3) residuals: ⟨u, f⟩ drew 87 M normals at p = 28,987,644,
+    2-3 s of its first value cell in each worker, where a·(R·b) draws p + 3 and its check streams)."""
+    return spec(operator).per_example or (operator == "value" and len(shape) >= 2)
 
 
 def _per_example_weights(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -190,9 +197,10 @@ def projection(problem: Problem, size: Size, operator: str, dtype: str, result: 
 
     Built from the cell's own seeded u and v so that jvp gives ⟨u, J·v⟩ and vjp gives ⟨uᵀ·J, v⟩ (the adjoint
     identity), jacfwd/jacrev give uᵀ·J·v (the same number), hvp ⟨H·v, v⟩ and hessian vᵀ·H·v (the same number).
+    A per-example result, or a value with rows, is a·(R·b) instead (`weighs_rows`).
     """
     r = np.asarray(result, dtype=np.float64)
-    if spec(operator).per_example:
+    if weighs_rows(operator, r.shape):
         rows = np.atleast_1d(r)  # pmap_grad's result has x's shape, a scalar x included
         by_example, by_entry = _per_example_weights(rows.shape)
         return float(by_example @ (rows.reshape(rows.shape[0], -1) @ by_entry))
