@@ -62,7 +62,9 @@ def test_a_worker_runs_every_device_count_of_an_adapter_that_sets_devices_up_per
     (Registry.worker_key), which the estimate starts once; JAX fixes its devices at import (one worker per count),
     and on a GPU the count is the devices present."""
     from adcompare.plugin import registry as plugins
+    from adcompare.study.budget import choose
     from adcompare.study.estimate import estimate
+    from adcompare.study.shards import units
 
     registry = plugins.load()
     torch4, torch1 = cell(4, adapter="torch"), cell(1, adapter="torch", operator="grad")
@@ -71,10 +73,23 @@ def test_a_worker_runs_every_device_count_of_an_adapter_that_sets_devices_up_per
     assert registry.worker_key(old) == old.worker_group == ("torch", "float32", "cpu", "old", "4dev")
     assert registry.worker_key(cell(4)) == cell(4).worker_group != cell(1).worker_group
     assert registry.worker_key(cell(2, adapter="torch", device="cuda")) == ("torch", "float32", "cuda", "2dev")
-    startups = estimate(registry, [torch1, torch4, cell(4), cell(1)]).startups
-    assert startups[torch4.worker_group] == 0.0 < startups[torch1.worker_group]
-    assert startups[cell(4).worker_group] > 0.0 and startups[cell(1).worker_group] > 0.0
-    assert estimate(registry, [torch4]).startups[torch4.worker_group] > 0.0  # alone, it starts a worker
+    both = estimate(registry, [torch1, torch4, cell(4), cell(1)])
+    assert both.worker(torch4) == both.worker(torch1) == torch1.worker_group
+    assert torch4.worker_group not in both.startups
+    assert set(both.startups) == {torch1.worker_group, cell(4).worker_group, cell(1).worker_group}
+    assert min(both.startups.values()) > 0.0
+    # one start-up for torch's counts together, and one for its D-device cells wherever they run without the others:
+    # a --max-time round or a shard of those alone (review of 95808eb: they had counted none)
+    start = both.startups[torch1.worker_group]
+    assert both.group_seconds([torch1, torch4]) == pytest.approx(
+        both.cells[torch1.key] + both.cells[torch4.key] + start)
+    assert both.group_seconds([torch4]) == pytest.approx(both.cells[torch4.key] + start)
+    chosen, _ = choose([torch4], both, both.cells[torch4.key] + 0.5 * start)
+    assert chosen == []  # its start-up does not fit
+    assert [u.cells for u in units([torch4], both, 1)] == [(torch4,)] and units([torch4], both, 1)[0].seconds == \
+        pytest.approx(both.cells[torch4.key] + start)
+    alone = estimate(registry, [torch4])
+    assert alone.startups[alone.worker(torch4)] > 0.0  # alone, it starts a worker
 
 
 def test_records_written_before_device_counts_read_as_one_device():

@@ -7,7 +7,7 @@ rest — a cell never in an earlier round than its family's smaller size, since 
 round in size order, cheapest first. Cheap cells first measure the most cells a budget can buy: rounds of sizes
 alone (every family's smallest size first, whatever it costs) spent a 150-minute GradBench budget on its
 nested and per-example cells' 60 s timeouts and measured about half as many cells (benchmarks/budget_order.py).
-The estimate is in seconds (estimate.py), a worker group's start-up counted when its first cell is chosen. The
+The estimate is in seconds (estimate.py), a worker's start-up counted when its first cell is chosen. The
 runner (run/runner.py) runs each round with a fresh worker per group, corrects the estimate with every cell that
 finishes (estimate.LiveEstimate: a cell may move to an earlier round) and starts no cell whose corrected estimate
 ends past the deadline, since the model can be wrong (on a GPU, by far).
@@ -73,13 +73,15 @@ def cost_rounds(cells: Sequence[Cell], seconds: Callable[[Cell], float]) -> list
 
 def choose(cells: Sequence[Cell], estimate: Estimate, seconds: float) -> tuple[list[Cell], list[Cell]]:
     """(cells to run, in the plan's order; cells left out), filling `seconds` in the order a --max-time run runs
-    them (cost_rounds), a worker group's start-up counted in each round it runs in (the run starts a fresh worker
-    per group and round); a family stops at its first size that does not fit."""
+    them (cost_rounds), a worker's start-up counted in each round it runs in (the run starts a fresh worker
+    per group and round, torch's CPU device counts in one: Estimate.worker); a family stops at its first size
+    that does not fit."""
     spent, started, chosen, stopped = 0.0, set(), set(), set()
     for number, this_round in enumerate(cost_rounds(cells, lambda c: estimate.cells[c.key])):
         for c in this_round:
-            group = (number, c.worker_group)
-            cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(c.worker_group, 0.0))
+            worker = estimate.worker(c)
+            group = (number, worker)
+            cost = estimate.cells[c.key] + (0.0 if group in started else estimate.startups.get(worker, 0.0))
             if c.family in stopped or spent + cost > seconds:
                 stopped.add(c.family)
                 continue  # a cheaper cell of another family may still fit

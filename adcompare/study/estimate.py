@@ -93,8 +93,8 @@ class History:
 
 @dataclass(frozen=True)
 class Estimate:
-    """Seconds per cell (by key) and per worker group start-up (by `Cell.worker_group`); `measured` cells came
-    from history."""
+    """Seconds per cell (by key) and per worker start-up (by the worker that runs the cells, `worker`); `measured`
+    cells came from history."""
 
     cells: Mapping[str, float]
     startups: Mapping[tuple[str, ...], float]
@@ -102,6 +102,13 @@ class Estimate:
     # Each cell's model alone (history, the timeout's cap and the skips after a modelled timeout left out): what
     # orders a family's sizes by cost, which the suites' size lists do not (ADBench's GMM: d64-K10 before d2-K100).
     modelled: Mapping[str, float] = field(default_factory=dict)
+    # cell key → the worker that runs it, where that is not its Cell.worker_group's (Registry.worker_key: torch's
+    # D-device CPU cells run in its 1-device cells' worker)
+    workers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def worker(self, cell: Cell) -> tuple[str, ...]:
+        """The worker that runs `cell`, whose start-up `startups` holds: cells of one worker share one start-up."""
+        return self.workers.get(cell.key, cell.worker_group)
 
     def dearer(self, cell: Cell, than: Cell) -> bool:
         """Whether `cell` is modelled to cost at least what `than` does (True where either is not modelled)."""
@@ -114,10 +121,10 @@ class Estimate:
         return sum(self.cells.values()) + sum(self.startups.values())
 
     def group_seconds(self, cells: Iterable[Cell]) -> float:
-        """What running these cells costs in one worker per group (start-ups included)."""
+        """What running these cells costs, each worker they need started once."""
         cells = list(cells)
-        groups = {c.worker_group for c in cells}
-        return sum(self.cells[c.key] for c in cells) + sum(self.startups.get(g, DEFAULT_STARTUP) for g in groups)
+        workers = {self.worker(c) for c in cells}
+        return sum(self.cells[c.key] for c in cells) + sum(self.startups.get(w, DEFAULT_STARTUP) for w in workers)
 
 
 def timed_seconds(per_call: float, policy: TimingPolicy = TimingPolicy()) -> float:
@@ -221,14 +228,16 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             warm.add(group)
         if not adapter.compiled_from(c.variant):
             eager_seen.add(ref_key)
-    startups, workers = {}, set()
+    startups: dict[tuple[str, ...], float] = {}
+    workers: dict[str, tuple[str, ...]] = {}
     for c in cells:
-        g = c.worker_group
-        if g not in startups:  # a group run in another group's worker (Registry.worker_key) starts none
-            worker = registry.worker_key(c)
-            startups[g] = 0.0 if worker in workers else history.startups.get(g, STARTUP.get(c.adapter, DEFAULT_STARTUP))
-            workers.add(worker)
-    return Estimate(out, startups, frozenset(measured), modelled)
+        worker = registry.worker_key(c)
+        if worker != c.worker_group:
+            workers[c.key] = worker
+        if worker not in startups:  # measured by the group it started for: its key, or a D-device group's alone
+            startups[worker] = history.startups.get(worker, history.startups.get(
+                c.worker_group, STARTUP.get(c.adapter, DEFAULT_STARTUP)))
+    return Estimate(out, startups, frozenset(measured), modelled, workers)
 
 
 class LiveEstimate:

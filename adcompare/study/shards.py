@@ -1,7 +1,8 @@
 """Shards: deterministic, cost-balanced slices of a plan, so a study can be spread over jobs or machines.
 
-A shard is a set of *units*; a unit is a worker group (`Cell.worker_group`) — or, where a group alone costs more
-than half a shard, a run of its cells (sizes kept in order), each of which pays its own worker start-up. Units go
+A shard is a set of *units*; a unit is the cells of one worker (`Estimate.worker`: a `Cell.worker_group`, torch's
+CPU device counts together) — or, where a worker's cells alone cost more than half a shard, a run of them (sizes
+kept in order), each of which pays its own worker start-up. Units go
 largest first to the least loaded shard (LPT scheduling), ties broken by name, so every call with the same plan and
 estimate gives the same split. With every unit at most half the mean, no shard exceeds 1.5× the mean: balance wins
 over keeping a group whole, since a shard's wall time is what a job waits for. Cells decided without running
@@ -50,7 +51,7 @@ def units(cells: Sequence[Cell], estimate: Estimate, n: int) -> list[Unit]:
     """Worker groups, split into runs of cells where a group costs more than half a shard."""
     groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
     for c in cells:
-        groups[c.worker_group].append(c)
+        groups[estimate.worker(c)].append(c)
     total = sum(estimate.group_seconds(g) for g in groups.values())
     cap = total / n / 2 if n > 1 else float("inf")
     out: list[Unit] = []
