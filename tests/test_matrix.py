@@ -120,11 +120,8 @@ def each_worker_built_a_sizes_inputs_once(matrix):
     in the order its worker ran them, reused its inputs exactly when the worker's last inputs were its problem's at
     its size and dtype and no worker was started for it (after a crash or a failure that ends a worker); and most
     cells reused them."""
-    groups: dict[tuple, list] = {}
-    for c in PLAN.cells:
-        groups.setdefault(REGISTRY.worker_key(c), []).append(c)
-    ran = {c.key: (worker, i) for worker, cells in groups.items()  # each worker's cells in the runner's order
-           for i, c in enumerate(runner.failures_last(REGISTRY, sorted(cells, key=lambda c: c.devices)))}
+    ran = {c.key: (worker, i) for worker, cells in runner.worker_queues(REGISTRY, PLAN.cells).items()
+           for i, c in enumerate(cells)}
     last: dict[tuple, tuple] = {}  # worker → the problem, size and dtype of the inputs it holds
     reused = 0
     for m in sorted((m for m in matrix.values() if "inputs_reused" in m.details), key=lambda m: ran[m.cell.key]):

@@ -98,6 +98,17 @@ def failures_last(registry: Registry, cells: Sequence[Cell]) -> list[Cell]:
     return sorted(cells, key=ends_its_worker)
 
 
+def worker_queues(registry: Registry, cells: Sequence[Cell]) -> dict[tuple[str, ...], list[Cell]]:
+    """Each worker's cells (Registry.worker_key) in the order it runs them outside --max-time and --rounds: the
+    plan's (a size's cells together), fewest devices first, then failures that end a worker. A worker that runs
+    several device counts' cells starts for its 1-device cells, which bear its start-up (analysis/harness_cost.py),
+    and sets up the other counts as their cells come."""
+    groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
+    for c in cells:
+        groups[registry.worker_key(c)].append(c)
+    return {group: failures_last(registry, sorted(cells, key=lambda c: c.devices)) for group, cells in groups.items()}
+
+
 @dataclass(frozen=True)
 class RunOptions:
     timeout: float = 300.0
@@ -137,13 +148,7 @@ def run(registry: Registry, p: Plan, options: RunOptions, *, observer: RunObserv
             measurements.append(m)
             observer.on_progress(None, m)
     cache_dir = Path(tempfile.mkdtemp(prefix="adcompare-cache-"))  # a per-run compiler cache, removed at the end
-    groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
-    for c in p.cells:
-        if c.key not in skip_keys:
-            groups[registry.worker_key(c)].append(c)
-    # a worker that runs several device counts' cells (Registry.worker_key) starts for its 1-device cells, which
-    # bear its start-up (analysis/harness_cost.py), and sets up the other counts as their cells come
-    groups = {group: failures_last(registry, sorted(cells, key=lambda c: c.devices)) for group, cells in groups.items()}
+    groups = worker_queues(registry, [c for c in p.cells if c.key not in skip_keys])
     live = LiveEstimate(options.estimate) if options.estimate is not None and options.deadline is not None else None
     try:
         if options.rounds > 1:
