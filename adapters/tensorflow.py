@@ -156,6 +156,7 @@ class TensorflowAdapter(Adapter):
         device = self._tf_device(bound.request.device)
         details: dict[str, Any] = {
             "device": device, "device_pinned_in_setup": self._pinned,
+            "forward_mode_traces_cleared": tensorflow_tape.forget_forward_mode_traces(),
             "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
             "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         }

@@ -4,9 +4,13 @@
 `tape.jacobian` and `tf.vectorized_map` vectorise with pfor and fall back to a `tf.while_loop` for an op pfor
 cannot convert; the fallback is logged by TensorFlow, caught by `TensorflowLogFilter` and recorded in the cell's
 details (`pfor_while_loop_fallbacks`), so a looped Jacobian is never reported as a vectorised one.
+
+ForwardAccumulator keeps the JVP helpers it traces in one cache per process; `forget_forward_mode_traces` empties
+it before each cell, so that a cell's forward mode is traced as in a fresh process, not reused from the cells before.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -41,6 +45,29 @@ class TensorflowLogFilter(logging.Filter):
                 self.fallbacks.append(message.splitlines()[0][:300])
             return False
         return RETRACING not in message and EAGER_STRATEGY not in message
+
+
+def forget_forward_mode_traces() -> bool:
+    """Empty ForwardAccumulator's process-wide cache of traced JVP helpers and its per-op trace counts (after 32
+    traces of an op it traces with relaxed shapes); False where this TensorFlow has neither (private names).
+
+    A cell would otherwise run the helpers an earlier cell traced, in that cell's context. Seen with TensorFlow
+    2.21 on BA's vmap_jacfwd: after a graph cell, XLA compiled it, where in a fresh process it fails (a
+    TensorList); after that XLA failure, a graph cell's first call took 21.7 s at p = 31,843, against 0.26 s in a
+    fresh process, and had not finished in 3 minutes at p = 182,072 (benchmarks/results/gradbench/README.md)."""
+    try:
+        forwardprop = importlib.import_module("tensorflow.python.eager.forwardprop")
+    except ImportError:
+        return False
+    cache = getattr(forwardprop, "_jvp_function_cache", None)
+    counts = getattr(forwardprop, "_TRACE_COUNT", None)
+    lock = getattr(forwardprop, "_TRACE_COUNT_CONSISTENCY_LOCK", None)
+    if cache is None or not hasattr(cache, "clear") or not isinstance(counts, dict) or lock is None:
+        return False
+    with lock:
+        counts.clear()
+    cache.clear()
+    return True
 
 
 def grad(tf: ModuleType, f: Callable[..., Any]) -> Callable[..., Any]:

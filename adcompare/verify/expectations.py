@@ -88,10 +88,9 @@ EXPECTED: dict[tuple[str, str, str, str, str], tuple[Status, str] | tuple[Status
                        "mode runs it") for variant in ("graph", "compiled")},
     ("tensorflow", "bundle_adjustment", "vmap_jacfwd", "compiled", "*"): (
         Status.FAILED, "TensorFlow 2.21's forward-mode Jacobian under vectorized_map builds a TensorList "
-                       "(TensorListReserve), which XLA cannot compile (jit_compile=True), where it is traced "
-                       "before TensorFlow's eager or graph forward-mode Jacobian in the process (after those it "
-                       "compiled and ran: an order effect, benchmarks/results/gradbench/README.md); graph mode "
-                       "runs it"),
+                       "(TensorListReserve), which XLA cannot compile (jit_compile=True); graph mode runs it. (It "
+                       "compiled where a graph cell before it in the process had traced ForwardAccumulator's JVP "
+                       "helpers, which the adapter now traces afresh for each cell)"),
     ("torch", "rbf_kernel_map", "vmap_jacfwd", "compiled", "cpu"): (
         Status.FAILED, "torch 2.13's compile of vmap(jacfwd) over the RBF kernel map fails in fake-tensor tracing "
                        "(\"RuntimeError when making fake tensor call\"); the worker restarts after it"),
