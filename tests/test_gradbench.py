@@ -124,9 +124,11 @@ def test_numpy_values_equal_every_gradbench_tool(evaluation, index):
     wrt = values.pop(problem.wrt)
     primal = next(iter(operators(evaluation)))
     assert_matches_every_tool(evaluation, case, primal, problem.bind(np, values)(wrt), f"{evaluation} numpy")
-    closed_form = dict(problem.analytic).get("newton_dir")
-    if closed_form is not None:  # the reference's own closed form, against every tool's dir
-        assert_matches_every_tool(evaluation, case, "dir", closed_form(wrt, **values), f"{evaluation} analytic")
+    for function, operator in operators(evaluation).items():  # the reference's own closed forms (kmeans' dir,
+        closed_form = dict(problem.analytic).get(operator)     # det's value and gradient), against every tool
+        if closed_form is not None:
+            assert_matches_every_tool(evaluation, case, function, closed_form(wrt, **values),
+                                      f"{evaluation} analytic {operator}")
     if evaluation == "ode":  # GradBench's primal is the whole y(2); adcompare's value is its last entry
         whole = ode_solution(wrt, values["steps"], np)
         for tool in case["primal"]:

@@ -340,6 +340,37 @@ def test_a_reference_that_is_not_finite_is_an_error_naming_the_problem():
         reference(p, p.sizes[0], "jacfwd", cell_inputs(p, p.sizes[0], "jacfwd", "float64"))
 
 
+@pytest.mark.parametrize("label", ["ell5", "ell7"])
+def test_dets_value_and_gradient_are_its_closed_forms_equal_to_the_recursion(registry, label):
+    """det declares its value (LU) and gradient (cofactors by LU) as closed forms: its ℓ! recursion through NumPy
+    took as long as a framework's call. They are the reference, and equal what the recursion gives: its value,
+    and its complex-step gradient entry by entry (the recursion only multiplies and adds: holomorphic)."""
+    det = registry.problem("det")
+    size = det.size(label)
+    inputs = cell_inputs(det, size, "grad", "float64")
+    A = inputs.wrt.astype(np.float64)
+    f = det.bind(np, {})
+    value, grad = (reference(det, size, op, inputs) for op in ("value", "grad"))
+    assert value.method.startswith("analytic") and grad.method.startswith("analytic")
+    assert scaled_error(value.value, f(A)) <= 1e-14
+    h = 1e-30
+    by_step = np.array([[np.imag(f(A + 1j * h * np.eye(A.size)[i * A.shape[1] + j].reshape(A.shape))) / h
+                         for j in range(A.shape[1])] for i in range(A.shape[0])])
+    assert grad.value.shape == A.shape and scaled_error(grad.value, by_step) <= 1e-13
+
+
+def test_closed_forms_are_for_operators_of_the_point_alone():
+    @problem(sizes=[3], wrt="x", batch="b")
+    def mapped(x, b, /, *, xp):
+        return xp.sum(x * b)
+
+    mapped.analytic("value")(lambda x, b: np.sum(x * b))
+    with pytest.raises(Exception, match="'mapped'.*not 'pmap_value'"):
+        mapped.analytic("pmap_value")
+    with pytest.raises(Exception, match="'mapped'.*not 'jvp'"):
+        mapped.analytic("jvp")
+
+
 def test_a_scalar_operator_on_a_vector_function_is_refused(problems):
     p = problems["f_r2_r3"]
     inputs = cell_inputs(p, p.sizes[0], "jacfwd", "float64")

@@ -262,11 +262,12 @@ class ProblemDefinition:
     def analytic(self, operator: str):
         """Register the problem's closed form of `operator`, `(wrt, **constants) -> ndarray` in NumPy float64, for
         the reference where differencing cannot be trusted (kmeans' minimum has kinks closer than a second
-        difference's step). Hand-written, it shares no code with any framework."""
+        difference's step), or where evaluating the function itself in NumPy costs as much as a framework's call
+        (det's ℓ! recursion: its value and gradient by LU). Hand-written, it shares no code with any framework."""
         s = OPERATORS.get(operator)
-        if s is None or s.order == 0 or s.takes or s.per_example:
-            raise ProblemDefinitionError(f"problem {self.__name__!r}: analytic forms are for derivative operators of "
-                                         f"the point alone (grad, hessian, newton_dir, …), not {operator!r}"
+        if s is None or s.takes or s.per_example:
+            raise ProblemDefinitionError(f"problem {self.__name__!r}: analytic forms are for operators of the point "
+                                         f"alone (value, grad, hessian, newton_dir, …), not {operator!r}"
                                          f"{closest(operator, OPERATORS) if s is None else ''}")
 
         def register(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:

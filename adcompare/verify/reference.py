@@ -12,7 +12,9 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
   eps^(1/4) over a central-difference one), again with a Richardson estimate; Hessians are symmetrised.
 - Analytic: where the problem declares its own closed form of the operator (`@<problem>.analytic(operator)`,
   hand-written NumPy at float64), that is the reference, with a rounding-level error bound; it shares no code
-  with a framework. kmeans does for `newton_dir`: its minimum's kinks lie closer than a second difference's step.
+  with a framework. kmeans does for `newton_dir`: its minimum's kinks lie closer than a second difference's step;
+  det for `value` and `grad`: its ℓ! recursion in NumPy took as long as a framework's call (5 s at ℓ = 10, past the
+  cell's timeout beside autograd's 56 s call at ℓ = 11), where LU takes microseconds.
 - `newton_dir` (∇f ⊘ diag ∇²f) without a closed form: per coordinate, the gradient entry by the first-derivative
   route and the Hessian's diagonal entry by a second central difference along that coordinate,
   (f(x + t·eᵢ) − 2f(x) + f(x − t·eᵢ)) / t² with t = eps^(1/4)·max(1, |xᵢ|) (rounding ~eps·|f|/t², truncation
@@ -712,6 +714,11 @@ def _arrays_bytes(ref: Reference) -> int:
 
 def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Reference:
     op = spec(operator)
+    closed_form = dict(problem.analytic).get(operator)
+    if closed_form is not None:
+        value = np.asarray(closed_form(pt.x, **pt.constants), dtype=np.float64)
+        return Reference(value, f"analytic: the closed form problem {problem.name!r} declares (NumPy, float64)",
+                         FLOOR["analytic"])
     if op.order == 0:
         return _value(problem, pt, operator, budget)
     if op.takes == "tangent" and pt.tangent is None or op.takes == "cotangent" and pt.cotangent is None:
@@ -726,11 +733,6 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
         if shape != ():
             raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a scalar-valued "
                                  f"function, f(x) has shape {shape}")
-    closed_form = dict(problem.analytic).get(operator)
-    if closed_form is not None:
-        value = np.asarray(closed_form(pt.x, **pt.constants), dtype=np.float64)
-        return Reference(value, f"analytic: the closed form problem {problem.name!r} declares (NumPy, float64)",
-                         FLOOR["analytic"])
     if operator == "newton_dir":
         return _newton_direction(problem, pt, budget)
     if op.family == NESTED:
