@@ -253,6 +253,40 @@ def test_a_loaded_file_is_finished_once_labelled_by_the_problems_given(tmp_path)
     assert finished([labelled_once], problems) == [labelled_once]
 
 
+def _git(folder, *args):
+    return subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _checkout(folder):
+    folder.mkdir()
+    _git(folder, "init", "-q")
+    (folder / "a.py").write_text("x = 1\n")
+    _git(folder, "add", "a.py")
+    _git(folder, "commit", "-q", "-m", "one")
+    return folder.resolve(), _git(folder, "rev-parse", "--short", "HEAD")
+
+
+def test_the_headers_commit_marks_a_changed_tree_and_problems_and_adapters_from_another_checkout(tmp_path):
+    """git_commit names the code a run imports: its commit, "+dirty" where tracked files changed (an untracked
+    file is no change), and the mapped packages an editable install imports from another checkout, with that
+    checkout's commit; no commit where adcompare is no checkout."""
+    from adcompare.store.provenance import describe_code, git_commit, tree_commit
+
+    ours, ours_commit = _checkout(tmp_path / "ours")
+    theirs, theirs_commit = _checkout(tmp_path / "theirs")
+    (ours / "new.py").write_text("untracked\n")
+    assert tree_commit(ours) == ours_commit and tree_commit(tmp_path) is None
+    (ours / "a.py").write_text("x = 2\n")
+    assert tree_commit(ours) == f"{ours_commit}+dirty"
+    assert describe_code(ours, {"adcompare.problems": ours, "adcompare.adapters": None}) == f"{ours_commit}+dirty"
+    mixed = describe_code(ours, {"adcompare.problems": theirs, "adcompare.adapters": theirs})
+    assert mixed == f"{ours_commit}+dirty; adcompare.problems and adcompare.adapters from {theirs} at {theirs_commit}"
+    assert describe_code(None, {"adcompare.problems": theirs}) is None
+    if (ROOT / ".git").exists():  # this checkout: its own commit first, whatever its state
+        assert (git_commit() or "").startswith(_git(ROOT, "rev-parse", "--short", "HEAD"))
+
+
 def test_provenance_is_typed_and_round_trips_the_header_it_was_read_from(tmp_path):
     """A run's header, written by the writer and loaded back, is the same `Provenance`; its JSON keeps the keys in
     the order adcompare has always written them; keys it does not know (another producer's, a newer writer's)

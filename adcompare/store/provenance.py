@@ -9,6 +9,7 @@ a file written in chunks names each chunk's commit and date, not only the first 
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import os
 import platform
 import subprocess
@@ -24,15 +25,58 @@ from adcompare import __version__
 from adcompare.model.fingerprint import Machine
 
 
-def git_commit() -> str | None:
-    """The commit of the adcompare source tree, when it is a git checkout."""
-    here = Path(__file__).resolve().parents[2]  # the checkout: adcompare/store/ → repository root
+def _git(folder: Path, *args: str) -> str | None:
+    """A git command's output in `folder`, or None where git or the checkout is missing."""
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def tree_commit(checkout: Path) -> str | None:
+    """The short commit of a git checkout, marked "+dirty" where tracked files differ from it (git describe's
+    --dirty), or None where `checkout` is no git checkout."""
+    commit = _git(checkout, "rev-parse", "--short", "HEAD")
+    if not commit:
+        return None
+    changed = _git(checkout, "status", "--porcelain", "--untracked-files=no")
+    return f"{commit}+dirty" if changed else commit
+
+
+# The packages an editable install maps to the checkout it was made in (pyproject's package_dir), past PYTHONPATH:
+# another checkout's `adcompare` on PYTHONPATH still imports these from the installed one.
+MAPPED_PACKAGES = ("adcompare.problems", "adcompare.adapters")
+
+
+def describe_code(checkout: Path | None, mapped: dict[str, Path | None]) -> str | None:
+    """The code a run imports, for the header's git_commit: the checkout's commit (tree_commit), then each mapped
+    package imported from another checkout, with that checkout and its commit."""
+    commit = tree_commit(checkout) if checkout else None
+    if commit is None:
+        return None
+    elsewhere: dict[Path, list[str]] = {}
+    for name, where in mapped.items():
+        if where is not None and where != checkout:
+            elsewhere.setdefault(where, []).append(name)
+    return "; ".join([commit, *(f"{' and '.join(names)} from {where} at {tree_commit(where) or 'no commit'}"
+                                for where, names in elsewhere.items())])
+
+
+def _checkout_of(folder: Path) -> Path | None:
+    top = _git(folder, "rev-parse", "--show-toplevel")
+    return Path(top).resolve() if top else None
+
+
+def git_commit() -> str | None:
+    """The commit of the adcompare source tree when it is a git checkout ("+dirty" where tracked files changed),
+    and of the problems and adapters where they come from another checkout (describe_code)."""
+    mapped: dict[str, Path | None] = {}
+    for name in MAPPED_PACKAGES:
+        spec = importlib.util.find_spec(name)  # where it would be imported from, without importing it
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        mapped[name] = _checkout_of(Path(folders[0]).resolve()) if folders else None
+    return describe_code(_checkout_of(Path(__file__).resolve().parent), mapped)
 
 
 @dataclass(frozen=True)
