@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
+from adcompare.analysis.significance import ALPHA, best_p
 from adcompare.model.timing_policy import (
     BUDGET_SLOW_SAMPLES,
+    REPORT_MAX_TIME,
     REPORT_MIN_TIME,
+    REPORT_SLOW_SAMPLES,
     REPORT_WARMUP_TIME,
     TimingPolicy,
     budget_policy,
@@ -144,15 +147,22 @@ def test_a_first_call_slow_only_because_it_compiled_leaves_the_cell_on_the_usual
     assert timing.compile_method == "first call minus steady state"
 
 
-def test_the_report_policy_times_a_fast_cell_with_the_blocks_the_rank_test_needs_after_a_short_warm_up():
+def test_the_report_policy_times_a_fast_cell_with_the_blocks_the_rank_test_needs_and_a_slow_one_with_five_calls():
     """`adcompare report`'s own quick-suite run (report_policy): a fast call gets min_samples blocks of block_time
-    (70 ms) after a 20 ms warm-up, not 0.2 s of blocks after 50 ms; its header says so in words
+    (70 ms) after a 20 ms warm-up, not 0.2 s of blocks after 50 ms; a call over 50 ms is slow (rule 7) and gets five
+    calls without a warm-up, enough for the rank test against a fast rival; its header says so in words
     (TimingPolicy.describe)."""
     quick = report_policy()
-    assert quick == replace(TimingPolicy(), min_time=REPORT_MIN_TIME, warmup_time=REPORT_WARMUP_TIME)
+    assert quick == replace(TimingPolicy(), min_time=REPORT_MIN_TIME, warmup_time=REPORT_WARMUP_TIME,
+                            max_time=REPORT_MAX_TIME, slow_samples=REPORT_SLOW_SAMPLES)
     assert REPORT_MIN_TIME == pytest.approx(quick.min_samples * quick.block_time) and REPORT_WARMUP_TIME == 0.02
+    assert quick.block_allotment == pytest.approx(0.05) and REPORT_SLOW_SAMPLES == 5
+    assert best_p(REPORT_SLOW_SAMPLES, quick.min_samples) < best_p(REPORT_SLOW_SAMPLES, REPORT_SLOW_SAMPLES) < ALPHA / 6
     timing = measure(_sleeper(0.0005), lambda out: None, 0.0005, compiled=False, policy=quick)
     assert len(timing.samples) >= quick.min_samples and timing.warmup_calls >= 2
+    slow = measure(_sleeper(0.06), lambda out: None, 0.06, compiled=False, policy=quick)  # a sleep never ends early
+    assert len(slow.samples) == 5 and slow.warmup_calls == 0 and slow.number == 1 and slow.stopped == ""
     assert "for at least 0.07 s and 7 blocks" in quick.describe() and "after a 0.02 s warm-up" in quick.describe()
+    assert "a call over 0.05 s) is timed with 5 calls" in quick.describe()
     assert "for at least 0.2 s and 7 blocks" in TimingPolicy().describe()
     assert "timed with 3 calls" in budget_policy(True).describe() and "0.29 s" in budget_policy(True).describe()

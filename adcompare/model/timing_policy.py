@@ -45,14 +45,22 @@ BUDGET_SLOW_SAMPLES = 3
 # here: a fast cell gets the blocks the rank test needs (min_samples of block_time: 70 ms) after a 20 ms warm-up
 # (at least two calls), not 0.2 s of blocks after 50 ms (torch.utils.benchmark's blocked_autorange runs 0.2 s;
 # Google Benchmark warms up for 0 s by default). 313 of the quick suite's 348 timed cells are fast cells, which stop
-# there: 0.25 s of timing each became 0.09 s. `adcompare run --suite quick` keeps the default.
+# there: 0.25 s of timing each became 0.09 s. A call over 50 ms (REPORT_MAX_TIME ÷ min_samples) makes a slow cell,
+# timed with five calls and no warm-up (rule 7 of run/timing.py), not two warm-up calls and seven blocks: the quick
+# suite's ~22 such cells spent 13-15 s of the report's ~155 s on the calls this drops (2026-11-28, recomputed from
+# four reports' records). Five calls still rank against seven (significance.best_p(5, 7) = 0.0025) and against five
+# (0.008: Holm then decides among up to six rivals); a budgeted run's three (BUDGET_SLOW_SAMPLES) would have saved
+# 7 s more and left two slow rivals unranked (best_p(3, 3) = 0.1). `adcompare run --suite quick` keeps the default.
 REPORT_MIN_TIME = 0.07
 REPORT_WARMUP_TIME = 0.02
+REPORT_MAX_TIME = 0.35
+REPORT_SLOW_SAMPLES = 5
 
 
 def report_policy() -> TimingPolicy:
     """The timing policy of the quick suite that `adcompare report` runs when given no results."""
-    return TimingPolicy(min_time=REPORT_MIN_TIME, warmup_time=REPORT_WARMUP_TIME)
+    return TimingPolicy(min_time=REPORT_MIN_TIME, warmup_time=REPORT_WARMUP_TIME, max_time=REPORT_MAX_TIME,
+                        slow_samples=REPORT_SLOW_SAMPLES)
 
 
 def budget_policy(budgeted: bool) -> TimingPolicy:
