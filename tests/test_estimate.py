@@ -3,15 +3,22 @@ machine's history is ignored; --dry-run says which it used and --json lists ever
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import replace
+
+import pytest
 
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
 from adcompare.model.fingerprint import Machine
 from adcompare.model.measurement import Measurement
 from adcompare.model.status import Status
+from adcompare.model.timing_policy import TimingPolicy, budget_policy
+from adcompare.plugin.adapter import Prepared
+from adcompare.run.timing import measure
 from adcompare.store.results import ResultsWriter, load
 from adcompare.study import scope as study
-from adcompare.study.estimate import History, estimate
+from adcompare.study.estimate import History, estimate, timed_seconds
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
 
@@ -84,3 +91,36 @@ def test_list_suites_reads_this_machines_earlier_runs_and_the_published_baseline
         assert costs[suite]["published"] == entry
         assert entry["cells"] > 0 and entry["wall_seconds"] > 0 and entry["machine"] and entry["results"]
     assert "full" in published  # the project's baseline run of the full suite (benchmarks/results/full/)
+
+
+def _sleeper(seconds: float) -> Prepared:
+    def call():
+        time.sleep(seconds)
+    return Prepared(call)
+
+
+def test_a_slow_cells_model_counts_the_calls_the_timer_makes_under_each_policy():
+    """Rule 7 of run/timing.py in the model: a call over the block allotment is timed with `slow_samples` calls and
+    no warm-up, so the model charges the first call and those, per policy (a --max-time run's three, the default's
+    seven), as `measure` makes them; a fast call keeps its warm-up and blocks."""
+    for policy in (TimingPolicy(max_time=0.07), replace(budget_policy(True), max_time=0.07)):  # 10 ms a block
+        timing = measure(_sleeper(0.03), lambda out: None, 0.03, compiled=False, policy=policy)
+        calls = 1 + timing.warmup_calls + len(timing.samples) * timing.number
+        assert timed_seconds(0.03, policy) == pytest.approx(0.03 * calls)
+        assert calls == 1 + policy.slow_samples
+    fast = TimingPolicy()
+    assert timed_seconds(1e-4, fast) == pytest.approx(1e-4 + fast.warmup_time + fast.min_time)
+
+
+def test_a_budgeted_study_models_its_slow_cells_with_the_budgets_fewer_calls(registry):
+    """`prepare` models the cells under the policy the run will use: with --max-time a slow cell (here every
+    BA per-example Jacobian at p = 182,072, about half a second a call) is modelled with three calls, not seven;
+    a fast one (the same at p = 31,843 in autograd) alike."""
+    plan = make_plan(registry, Selection(problems=("bundle_adjustment",), operators=("vmap_jacfwd",),
+                                         sizes=("n49-m7776-p31843", "n161-m48126-p182072"), adapters=("autograd",),
+                                         suite="adbench"))
+    plain = study.prepare(registry, plan).estimate.modelled
+    budgeted = study.prepare(registry, plan, max_time="10h").estimate.modelled
+    small, large = (f"bundle_adjustment/{size}/vmap_jacfwd/autograd/eager/cpu/float64"
+                    for size in ("n49-m7776-p31843", "n161-m48126-p182072"))
+    assert budgeted[small] == plain[small] and budgeted[large] < plain[large]

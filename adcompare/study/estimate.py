@@ -9,7 +9,7 @@ The model (no history) follows what running a cell does: a fixed per-cell overhe
 trip to the worker), compilation for compiled variants (seconds per cell for the adapter's `slow_variants`), the
 float64 reference (full derivatives by differencing up to reference.FULL_REFERENCE_BUDGET, once per worker and
 (problem, size, operator): every variant shares it, and the run's other workers read it back), a first call, and
-the timer's warm-up and blocks, bounded by model/timing_policy.py. A call's cost grows with the elements the
+the timer's warm-up and blocks under the run's model/timing_policy.py (a slow call: its `slow_samples` calls). A call's cost grows with the elements the
 operator materialises (operators.minimum_elements).
 The constants are priors fitted on the project's 2-core machine (the quick suite, and the full suite's first
 shard); a run's records replace them on the next plan.
@@ -128,7 +128,11 @@ class Estimate:
 
 
 def timed_seconds(per_call: float, policy: TimingPolicy = TimingPolicy()) -> float:
-    """Seconds `timing.measure` spends on a cell whose call takes `per_call`: first call, warm-up, blocks."""
+    """Seconds `timing.measure` spends on a cell whose call takes `per_call`: the first call, then warm-up and
+    blocks, or, for a call over the policy's block allotment, `slow_samples` more calls and no warm-up (rule 7 of
+    run/timing.py; the cell's timeout caps it in `estimate`)."""
+    if per_call > policy.block_allotment:
+        return per_call * (1 + policy.slow_samples)
     warmup = min(max(2 * per_call, policy.warmup_time), policy.max_time / 4 + per_call)
     blocks = min(max(policy.min_time, policy.min_samples * per_call), policy.max_time + per_call)
     return per_call + warmup + blocks
@@ -163,9 +167,10 @@ def reference_seconds(operator: str, shapes: Shapes) -> float:
 
 
 def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
-                  first_use: bool = True, cold: bool = False) -> float:
-    """One cell's modelled wall time (worker start-up excluded); `first_use`: the first cell of its (problem,
-    size, operator) in its worker, which pays JAX's per-primitive compilation in eager mode."""
+                  first_use: bool = True, cold: bool = False, policy: TimingPolicy = TimingPolicy()) -> float:
+    """One cell's modelled wall time (worker start-up excluded) under the run's timing `policy`; `first_use`: the
+    first cell of its (problem, size, operator) in its worker, which pays JAX's per-primitive compilation in eager
+    mode."""
     adapter = registry.adapters[cell.adapter]
     slow = cell.variant in adapter.slow_variants
     eager = not adapter.compiled_from(cell.variant)
@@ -185,12 +190,13 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
     else:  # a loop written as adcompare.fold compiles its step once (JAX, TensorFlow): distinct operations count
         first = COMPILE + min(ops, DISTINCT_OPERATIONS) * COMPILE_PER_OPERATION
     reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
-    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference + timed_seconds(per_call)
+    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference + timed_seconds(per_call, policy)
 
 
 def estimate(registry: Registry, cells: Sequence[Cell], history: History = History(), *,
-             timeout: float = 300.0) -> Estimate:
-    """Seconds for each cell and each worker group's start-up, measured where `history` knows them.
+             timeout: float = 300.0, policy: TimingPolicy = TimingPolicy()) -> Estimate:
+    """Seconds for each cell and each worker group's start-up, measured where `history` knows them, modelled
+    under the run's timing `policy` where not.
 
     A modelled cell is capped at the cell `timeout`, and once a size is expected to time out the runner skips the
     family's larger sizes, so they cost next to nothing."""
@@ -213,7 +219,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
             problem = registry.problems[c.problem]
             shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
         seconds = model_seconds(registry, c, shapes[(c.problem, c.size)], with_reference=ref_key not in referenced,
-                                first_use=ref_key not in eager_seen, cold=slow and group not in warm)
+                                first_use=ref_key not in eager_seen, cold=slow and group not in warm, policy=policy)
         modelled[key] = seconds
         if key in history.cells:
             out[key] = history.cells[key]

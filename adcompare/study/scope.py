@@ -12,6 +12,7 @@ from typing import Any
 from adcompare.model.cell import Cell
 from adcompare.model.errors import ResultsFileError
 from adcompare.model.measurement import Measurement
+from adcompare.model.timing_policy import budget_policy
 from adcompare.plugin.registry import Registry
 from adcompare.store.results import load
 from adcompare.study import budget
@@ -75,14 +76,16 @@ def history(paths: Sequence[str | Path], machine: str) -> History:
 
 def prepare(registry: Registry, plan: Plan, *, done: frozenset[str] = frozenset(), past: History = History(),
             shard: ShardSpec | None = None, max_time: str = "", timeout: float = 300.0) -> Study:
-    """Apply the shard (on the whole plan, so shards do not depend on progress), then resume, then the budget."""
+    """Apply the shard (on the whole plan, so shards do not depend on progress), then resume, then the budget; cells
+    are modelled under the timing policy the run will use (a budget's times a slow cell with fewer calls)."""
     cells, decided = plan.cells, plan.decided
+    policy = budget_policy(bool(max_time))
     if shard is not None:  # from the model alone: every job (on any node, at any progress) splits alike
-        whole = estimate(registry, cells, timeout=timeout)
+        whole = estimate(registry, cells, timeout=timeout, policy=policy)
         cells = shard_cells(cells, whole, shard)
         decided = tuple(m for m in decided if owns_decided(m.cell.key, shard))
     todo = [c for c in cells if c.key not in done]
-    est = estimate(registry, todo, past, timeout=timeout)
+    est = estimate(registry, todo, past, timeout=timeout, policy=policy)
     beyond: frozenset[str] = frozenset()
     if max_time:
         beyond = frozenset(c.key for c in budget.choose(todo, est, budget.parse_duration(max_time))[1])
