@@ -1,8 +1,11 @@
 """The results file: appended per cell, resumable, refuses foreign or newer files, survives a truncated line."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -254,37 +257,72 @@ def test_a_loaded_file_is_finished_once_labelled_by_the_problems_given(tmp_path)
 
 
 def _git(folder, *args):
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}  # never this repo's
     return subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          capture_output=True, text=True, check=True).stdout.strip()
+                          capture_output=True, text=True, check=True, env=clean).stdout.strip()
 
 
-def _checkout(folder):
-    folder.mkdir()
+def _checkout(folder, files=("a.py",)):
+    """A throwaway git checkout of `files` at one commit (those that do not exist yet hold `x = 1`)."""
+    folder.mkdir(exist_ok=True)
     _git(folder, "init", "-q")
-    (folder / "a.py").write_text("x = 1\n")
-    _git(folder, "add", "a.py")
+    for name in files:
+        if not (folder / name).exists():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text("x = 1\n")
+    _git(folder, "add", *files)
     _git(folder, "commit", "-q", "-m", "one")
     return folder.resolve(), _git(folder, "rev-parse", "--short", "HEAD")
 
 
-def test_the_headers_commit_marks_a_changed_tree_and_problems_and_adapters_from_another_checkout(tmp_path):
-    """git_commit names the code a run imports: its commit, "+dirty" where tracked files changed (an untracked
-    file is no change), and the mapped packages an editable install imports from another checkout, with that
-    checkout's commit; no commit where adcompare is no checkout."""
+def test_the_headers_commit_marks_a_changed_tree_and_problems_and_adapters_from_another_checkout(tmp_path,
+                                                                                                monkeypatch):
+    """git_commit names the code a run imports: its commit, "+dirty" where tracked files changed or an untracked
+    module lies in problems/ (which imports every module it holds; an untracked file elsewhere is no change), and
+    the mapped packages an editable install imports from another checkout, with that checkout's commit, or from a
+    folder in none; no commit where nothing is a checkout. GIT_DIR (a git hook's) does not redirect it."""
     from adcompare.store.provenance import describe_code, git_commit, tree_commit
 
-    ours, ours_commit = _checkout(tmp_path / "ours")
+    monkeypatch.setenv("GIT_DIR", str(ROOT / ".git"))
+    ours, ours_commit = _checkout(tmp_path / "ours", ("a.py", "problems/__init__.py"))
     theirs, theirs_commit = _checkout(tmp_path / "theirs")
     (ours / "new.py").write_text("untracked\n")
     assert tree_commit(ours) == ours_commit and tree_commit(tmp_path) is None
+    (ours / "problems" / "mine.py").write_text("untracked, but imported\n")
+    assert tree_commit(ours) == f"{ours_commit}+dirty"
+    (ours / "problems" / "mine.py").unlink()
     (ours / "a.py").write_text("x = 2\n")
     assert tree_commit(ours) == f"{ours_commit}+dirty"
-    assert describe_code(ours, {"adcompare.problems": ours, "adcompare.adapters": None}) == f"{ours_commit}+dirty"
-    mixed = describe_code(ours, {"adcompare.problems": theirs, "adcompare.adapters": theirs})
+    assert describe_code(ours, ours, {"adcompare.problems": ours, "adcompare.adapters": None}) == \
+        f"{ours_commit}+dirty"
+    mixed = describe_code(ours, ours, {"adcompare.problems": theirs, "adcompare.adapters": theirs})
     assert mixed == f"{ours_commit}+dirty; adcompare.problems and adcompare.adapters from {theirs} at {theirs_commit}"
-    assert describe_code(None, {"adcompare.problems": theirs}) is None
+    plain = tmp_path / "plain"  # a folder in no checkout: adcompare copied there, or problems mapped there
+    assert describe_code(plain, None, {"adcompare.problems": theirs}) == \
+        f"no commit; adcompare.problems from {theirs} at {theirs_commit}"
+    assert describe_code(ours, ours, {"adcompare.adapters": plain / "adapters"}) == \
+        f"{ours_commit}+dirty; adcompare.adapters from {plain / 'adapters'} (not a git checkout)"
+    assert describe_code(plain, None, {"adcompare.problems": plain / "adcompare" / "problems"}) is None  # a release
     if (ROOT / ".git").exists():  # this checkout: its own commit first, whatever its state
         assert (git_commit() or "").startswith(_git(ROOT, "rev-parse", "--short", "HEAD"))
+
+
+def test_a_copy_of_adcompare_on_pythonpath_names_the_checkout_its_problems_come_from(tmp_path):
+    """The case that made git_commit name two checkouts: another checkout's adcompare on PYTHONPATH, whose
+    problems and adapters an editable install still maps to this one. Run as a user runs it, in a fresh
+    interpreter; where this checkout is no editable install of adcompare there is nothing to map."""
+    spec = importlib.util.find_spec("adcompare.problems")
+    if not (ROOT / ".git").exists() or spec is None or \
+            Path(list(spec.submodule_search_locations or [""])[0]).resolve().parent != ROOT:
+        pytest.skip("needs this git checkout installed editable (pip install -e .), as the README installs it")
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "adcompare", copy / "adcompare", ignore=shutil.ignore_patterns("__pycache__"))
+    copy, copy_commit = _checkout(copy, ("adcompare",))
+    said = subprocess.run([sys.executable, "-c", "from adcompare.store import provenance as p; print(p.__file__);"
+                           "print(p.git_commit())"], capture_output=True, text=True, check=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(copy)}).stdout.splitlines()
+    assert said[0] == str(copy / "adcompare" / "store" / "provenance.py")
+    assert said[1].startswith(f"{copy_commit}; adcompare.problems and adcompare.adapters from {ROOT} at ")
 
 
 def test_provenance_is_typed_and_round_trips_the_header_it_was_read_from(tmp_path):

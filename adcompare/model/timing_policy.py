@@ -16,9 +16,10 @@ class TimingPolicy:
     max_number: int = 1_000_000
     precision: float = 0.02  # early stop once the median's 95 % interval is within ±2 %
     hard_limit: float = 20.0  # seconds: stop even with fewer than min_samples blocks (unless a deadline is known)
-    # Calls a slow cell (a call over `block_allotment`) is timed with, after its checked first call: min_samples for
-    # the rank test, or BUDGET_SLOW_SAMPLES in a run with a time budget (three still give a median and an interval,
-    # not a rank-test verdict between two such cells: significance.best_p(3, 3) = 0.1)
+    # Calls a slow cell (a call over `block_allotment`) is timed with, after its checked first call: min_samples for the
+    # rank test, REPORT_SLOW_SAMPLES in the report's own quick suite, or BUDGET_SLOW_SAMPLES in a run with a time budget
+    # (three still give a median and an interval, not a rank-test verdict between two such cells:
+    # significance.best_p(3, 3) = 0.1)
     slow_samples: int = 7
 
     @property
@@ -41,16 +42,18 @@ class TimingPolicy:
 BUDGET_SLOW_SAMPLES = 3
 
 
-# `adcompare report` given no results times the quick suite as a first look at every finding, within about 150 s
-# here: a fast cell gets the blocks the rank test needs (min_samples of block_time: 70 ms) after a 20 ms warm-up
-# (at least two calls), not 0.2 s of blocks after 50 ms (torch.utils.benchmark's blocked_autorange runs 0.2 s;
-# Google Benchmark warms up for 0 s by default). 313 of the quick suite's 348 timed cells are fast cells, which stop
-# there: 0.25 s of timing each became 0.09 s. A call over 50 ms (REPORT_MAX_TIME ÷ min_samples) makes a slow cell,
-# timed with five calls and no warm-up (rule 7 of run/timing.py), not two warm-up calls and seven blocks: the quick
-# suite's ~22 such cells spent 13-15 s of the report's ~155 s on the calls this drops (2026-11-28, recomputed from
-# four reports' records). Five calls still rank against seven (significance.best_p(5, 7) = 0.0025) and against five
-# (0.008: Holm then decides among up to six rivals); a budgeted run's three (BUDGET_SLOW_SAMPLES) would have saved
-# 7 s more and left two slow rivals unranked (best_p(3, 3) = 0.1). `adcompare run --suite quick` keeps the default.
+# `adcompare report` given no results times the quick suite as a first look at every finding, within about 150 s here: a
+# fast cell gets the blocks the rank test needs (min_samples of block_time: 70 ms) after a 20 ms warm-up (at least two
+# calls; one where a call takes over REPORT_MAX_TIME ÷ 8, 44 ms: rule 2), not 0.2 s of blocks after 50 ms
+# (torch.utils.benchmark's blocked_autorange runs 0.2 s; Google Benchmark warms up for 0 s by default). 313 of the quick
+# suite's 348 timed cells are fast cells, which stop there: 0.25 s of timing each became 0.09 s. A call over 50 ms
+# (REPORT_MAX_TIME ÷ min_samples) makes a slow cell, timed with five calls and no warm-up (rule 7 of run/timing.py), not
+# two warm-up calls and seven blocks: the quick suite's ~22 such cells spent 13-15 s of the report's ~155 s on the calls
+# this drops (2026-11-28, recomputed from four reports' records). Five calls still rank against seven
+# (significance.best_p(5, 7) = 0.0025) and against five (0.008, where the two cells' calls do not overlap at all: Holm
+# then decides among up to six rivals; one call overlapping gives 0.016, enough among up to three); a budgeted run's
+# three (BUDGET_SLOW_SAMPLES) would have saved 7 s more and left two slow rivals unranked (best_p(3, 3) = 0.1).
+# `adcompare run --suite quick` keeps the default.
 REPORT_MIN_TIME = 0.07
 REPORT_WARMUP_TIME = 0.02
 REPORT_MAX_TIME = 0.35

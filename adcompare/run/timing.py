@@ -23,17 +23,17 @@ Algorithm (modelled on torch.utils.benchmark's blocked_autorange):
 7. slow cells: when the checked first call already took longer than the policy allots to a block (`block_allotment`,
    max_time ÷ min_samples), the next call is timed as a sample, not as a warm-up; if it too exceeds the allotment, the
    cell is slow and is timed without warm-up, one call per block, each call reported (`on_call`) as it finishes, until
-   `slow_samples` calls (`min_samples`; 3 in a `--max-time` run), the median's precision, or the next call (predicted at
-   the slowest so far) would end past the `deadline` (the cell's timeout, where the caller gives one; else
-   `hard_limit`). Warm-up effects are negligible against a call of a large fraction of a second, and calls are what a
-   slow cell's timeout affords. Its samples are those calls; a timing with fewer than `slow_samples` says why in
-   `stopped` ("deadline": the next call would not have fitted; the parent writes "cell timeout" when it kept the calls a
-   killed worker had reported). Where not even a second call fits, the checked first call is the one sample ("first call
-   only"), if it compiled nothing (the variant does not compile, or it compiled ahead of time); else the cell is a
-   timeout whose first call is recorded. Like ADBench's runs, every finished call counts; we keep them all and report
-   their median like any other cell's, the minimum beside it (ADBench keeps the minimum), so slow and fast cells are
-   summarised alike. A compiled cell whose first call was slow only because it compiled is not slow: its second call,
-   under the allotment, is its first warm-up call.
+   `slow_samples` calls (`min_samples`; 3 in a `--max-time` run, 5 in the report's quick suite), the median's precision,
+   or the next call (predicted at the slowest so far) would end past the `deadline` (the cell's timeout, where the
+   caller gives one; else `hard_limit`). Warm-up effects are negligible against a call of a large fraction of a second,
+   and calls are what a slow cell's timeout affords. Its samples are those calls; a timing with fewer than
+   `slow_samples` says why in `stopped` ("deadline": the next call would not have fitted; the parent writes "cell
+   timeout" when it kept the calls a killed worker had reported). Where not even a second call fits, the checked first
+   call is the one sample ("first call only"), if it compiled nothing (the variant does not compile, or it compiled
+   ahead of time); else the cell is a timeout whose first call is recorded. Like ADBench's runs, every finished call
+   counts; we keep them all and report their median like any other cell's, the minimum beside it (ADBench keeps the
+   minimum), so slow and fast cells are summarised alike. A compiled cell whose first call was slow only because it
+   compiled is not slow: its second call, under the allotment, is its first warm-up call.
 Each block also records the process's CPU time per call (`cpu_samples`, all its threads): time the process was
 not scheduled is not in it, which is what lets `compare` gate CPU cells on a machine shared with other jobs.
 Compile time is taken ahead of time when the adapter did so in `prepare`, else, for compiled variants, as

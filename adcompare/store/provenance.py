@@ -26,22 +26,35 @@ from adcompare.model.fingerprint import Machine
 
 
 def _git(folder: Path, *args: str) -> str | None:
-    """A git command's output in `folder`, or None where git or the checkout is missing."""
+    """A git command's output in `folder`, or None where git or the checkout is missing. Never the repository that
+    GIT_DIR and its kin name (a git hook that runs adcompare sets them), and no optional locks (`git status` would
+    otherwise take index.lock while the user commits in the same checkout)."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     try:
-        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "--no-optional-locks", "-C", str(folder), *args], capture_output=True,
+                             text=True, timeout=5, env=clean)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+# problems/ imports every module it holds (pkgutil.iter_modules), so an untracked one there runs as a problem.
+DISCOVERED = "problems/"
+
+
 def tree_commit(checkout: Path) -> str | None:
     """The short commit of a git checkout, marked "+dirty" where tracked files differ from it (git describe's
-    --dirty), or None where `checkout` is no git checkout."""
+    --dirty) or an untracked module lies in problems/, "+unknown" where git could not say, or None where
+    `checkout` is no git checkout."""
     commit = _git(checkout, "rev-parse", "--short", "HEAD")
     if not commit:
         return None
-    changed = _git(checkout, "status", "--porcelain", "--untracked-files=no")
-    return f"{commit}+dirty" if changed else commit
+    changed = _git(checkout, "status", "--porcelain", "--untracked-files=all")
+    if changed is None:
+        return f"{commit}+unknown"
+    dirty = any(not line.startswith("??") or line[3:].startswith(DISCOVERED) and line.endswith(".py")
+                for line in changed.splitlines())
+    return f"{commit}+dirty" if dirty else commit
 
 
 # The packages an editable install maps to the checkout it was made in (pyproject's package_dir), past PYTHONPATH:
@@ -49,18 +62,25 @@ def tree_commit(checkout: Path) -> str | None:
 MAPPED_PACKAGES = ("adcompare.problems", "adcompare.adapters")
 
 
-def describe_code(checkout: Path | None, mapped: dict[str, Path | None]) -> str | None:
-    """The code a run imports, for the header's git_commit: the checkout's commit (tree_commit), then each mapped
-    package imported from another checkout, with that checkout and its commit."""
-    commit = tree_commit(checkout) if checkout else None
-    if commit is None:
-        return None
+def describe_code(own: Path, checkout: Path | None, mapped: dict[str, Path | None]) -> str | None:
+    """The code a run imports, for the header's git_commit: adcompare's checkout's commit (tree_commit), then each
+    mapped package imported from outside `own` (the folder adcompare's source lies in: its checkout, or the folder
+    holding the package), with that package's checkout and commit, or its folder where it is in no checkout
+    (`mapped`: each package's checkout, or its own folder). None where adcompare is in no checkout and nothing
+    comes from elsewhere (an installed release)."""
     elsewhere: dict[Path, list[str]] = {}
     for name, where in mapped.items():
-        if where is not None and where != checkout:
+        if where is not None and not where.is_relative_to(own):
             elsewhere.setdefault(where, []).append(name)
-    return "; ".join([commit, *(f"{' and '.join(names)} from {where} at {tree_commit(where) or 'no commit'}"
-                                for where, names in elsewhere.items())])
+    commit = tree_commit(checkout) if checkout else None
+    if commit is None and not elsewhere:
+        return None
+
+    def origin(where: Path) -> str:
+        theirs = tree_commit(where)
+        return f"at {theirs}" if theirs else "(not a git checkout)"
+    return "; ".join([commit or "no commit",
+                      *(f"{' and '.join(names)} from {where} {origin(where)}" for where, names in elsewhere.items())])
 
 
 def _checkout_of(folder: Path) -> Path | None:
@@ -69,14 +89,17 @@ def _checkout_of(folder: Path) -> Path | None:
 
 
 def git_commit() -> str | None:
-    """The commit of the adcompare source tree when it is a git checkout ("+dirty" where tracked files changed),
-    and of the problems and adapters where they come from another checkout (describe_code)."""
+    """The commit of the adcompare source tree when it is a git checkout ("+dirty" where it changed), and where
+    the problems and adapters come from when that is another checkout or folder (describe_code)."""
+    package = Path(__file__).resolve().parent.parent  # adcompare/
+    checkout = _checkout_of(package)
     mapped: dict[str, Path | None] = {}
     for name in MAPPED_PACKAGES:
         spec = importlib.util.find_spec(name)  # where it would be imported from, without importing it
         folders = list(spec.submodule_search_locations or []) if spec else []
-        mapped[name] = _checkout_of(Path(folders[0]).resolve()) if folders else None
-    return describe_code(_checkout_of(Path(__file__).resolve().parent), mapped)
+        folder = Path(folders[0]).resolve() if folders else None
+        mapped[name] = (_checkout_of(folder) or folder) if folder else None
+    return describe_code(checkout or package.parent, checkout, mapped)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ The model (no history) follows what running a cell does: a fixed per-cell overhe
 trip to the worker), compilation for compiled variants (seconds per cell for the adapter's `slow_variants`), the
 float64 reference (full derivatives by differencing up to reference.FULL_REFERENCE_BUDGET, once per worker and
 (problem, size, operator): every variant shares it, and the run's other workers read it back), a first call, and
-the timer's warm-up and blocks under the run's model/timing_policy.py (a slow call: its `slow_samples` calls). A call's cost grows with the elements the
-operator materialises (operators.minimum_elements).
+the timer's warm-up and blocks under the run's model/timing_policy.py (a slow call: its `slow_samples` calls). A
+call's cost grows with the elements the operator materialises (operators.minimum_elements).
 The constants are priors fitted on the project's 2-core machine (the quick suite, and the full suite's first
 shard); a run's records replace them on the next plan.
 """
