@@ -11,14 +11,15 @@ import pytest
 from adcompare.cli.main import main
 from adcompare.model.cell import Cell
 from adcompare.model.fingerprint import Machine
-from adcompare.model.measurement import Measurement
+from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.problem import shapes_of
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy, budget_policy
 from adcompare.plugin.adapter import Prepared
 from adcompare.run.timing import measure
 from adcompare.store.results import ResultsWriter, load
 from adcompare.study import scope as study
-from adcompare.study.estimate import History, estimate, timed_seconds
+from adcompare.study.estimate import History, ModelledCell, estimate, model_cell, timed_seconds
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
 
@@ -124,3 +125,46 @@ def test_a_budgeted_study_models_its_slow_cells_with_the_budgets_fewer_calls(reg
     small, large = (f"bundle_adjustment/{size}/vmap_jacfwd/autograd/eager/cpu/float64"
                     for size in ("n49-m7776-p31843", "n161-m48126-p182072"))
     assert budgeted[small] == plain[small] and budgeted[large] < plain[large]
+
+
+def test_a_family_is_predicted_to_time_out_only_where_its_runner_would_skip_the_rest():
+    """The runner skips a family's larger sizes after a timeout or a cell that kept only its first call, not after
+    a slow cell its deadline stopped with a few calls measured: the model predicts it from what must fit (fixed
+    part, first call, a second call), not from the whole cell's seconds."""
+    slow = ModelledCell(fixed=1.0, per_call=20.0)  # 161 s under the default policy, 81 s under a budget's
+    assert slow.seconds(TimingPolicy()) > 60 and not slow.times_out(60)
+    assert ModelledCell(fixed=21.0, per_call=20.0).times_out(60)
+
+
+def test_a_slow_cell_a_timeout_allows_few_calls_leaves_its_family_priced_by_the_model(registry):
+    """estimate(): a size whose cell would run past the timeout but is measured within it (a slow cell stopped
+    by its deadline) prices the next size by its model, not as skipped."""
+    plan = make_plan(registry, Selection(problems=("bundle_adjustment",), operators=("vmap_jacfwd",),
+                                         adapters=("autograd",), suite="adbench"))
+    first, second = plan.cells[2], plan.cells[3]
+    problem = registry.problems["bundle_adjustment"]
+    model = model_cell(registry, first, shapes_of(problem, problem.size(first.size)), with_reference=True)
+    timeout = (model.fixed + 2 * model.per_call + model.seconds(TimingPolicy())) / 2  # between what must fit, all
+    est = estimate(registry, [first, second], timeout=timeout)
+    assert est.cells[first.key] == timeout and est.cells[second.key] > 0.1
+
+
+def _slow_record(path, machine: Machine, calls: int) -> Cell:
+    cell = Cell("f_xy", "n2", "hessian", "autograd", "eager", "cpu", "float32")
+    timing = Timing(samples=(2.0,) * calls, number=1, first_call=2.0, warmup_calls=0)
+    with ResultsWriter(path, {"machine": machine.to_json(), "threads": 1}) as w:
+        w.add(Measurement(cell, Status.OK, timing=timing, details={"wall_seconds": 2.0 * (1 + calls) + 0.5}))
+    return cell
+
+
+def test_history_of_a_slow_cell_is_priced_with_the_calls_the_next_runs_policy_gives_it(registry, tmp_path):
+    """A slow cell measured with a budget's three calls (2 s each) costs four calls more in a plain run, and one
+    measured with seven costs four fewer under a budget; a cell its deadline stopped is priced as measured."""
+    here = Machine("here", "cpu A")
+    cell = _slow_record(tmp_path / "three.jsonl", here, 3)
+    history = History.from_results(load([tmp_path / "three.jsonl"]), here.id)
+    assert estimate(registry, [cell], history, policy=budget_policy(True)).cells[cell.key] == 8.5
+    assert estimate(registry, [cell], history, policy=TimingPolicy()).cells[cell.key] == 16.5
+    _slow_record(tmp_path / "seven.jsonl", here, 7)
+    history = History.from_results(load([tmp_path / "seven.jsonl"]), here.id)
+    assert estimate(registry, [cell], history, policy=budget_policy(True)).cells[cell.key] == 8.5

@@ -278,31 +278,41 @@ def _checkout(folder, files=("a.py",)):
 def test_the_headers_commit_marks_a_changed_tree_and_problems_and_adapters_from_another_checkout(tmp_path,
                                                                                                 monkeypatch):
     """git_commit names the code a run imports: its commit, "+dirty" where tracked files changed or an untracked
-    module lies in problems/ (which imports every module it holds; an untracked file elsewhere is no change), and
-    the mapped packages an editable install imports from another checkout, with that checkout's commit, or from a
-    folder in none; no commit where nothing is a checkout. GIT_DIR (a git hook's) does not redirect it."""
-    from adcompare.store.provenance import describe_code, git_commit, tree_commit
+    module lies in the problems folder (which imports every module it holds; an untracked file elsewhere is no
+    change), "+unknown" where git cannot say; and the mapped packages an editable install imports from another
+    checkout (one inside this one too), with that checkout's commit, or from a folder no checkout tracks; no
+    commit where nothing is a checkout. GIT_DIR (a git hook's) does not redirect it."""
+    from adcompare.store.provenance import PackageSource, describe_code, git_commit, tree_commit
 
     monkeypatch.setenv("GIT_DIR", str(ROOT / ".git"))
-    ours, ours_commit = _checkout(tmp_path / "ours", ("a.py", "problems/__init__.py"))
-    theirs, theirs_commit = _checkout(tmp_path / "theirs")
+    ours, ours_commit = _checkout(tmp_path / "ours", ("a.py", "adcompare/__init__.py", "problems/__init__.py"))
+    theirs, theirs_commit = _checkout(tmp_path / "theirs", ("problems/__init__.py", "adapters/__init__.py"))
     (ours / "new.py").write_text("untracked\n")
-    assert tree_commit(ours) == ours_commit and tree_commit(tmp_path) is None
+    assert tree_commit(ours, ours / "problems") == ours_commit and tree_commit(tmp_path) is None
     (ours / "problems" / "mine.py").write_text("untracked, but imported\n")
-    assert tree_commit(ours) == f"{ours_commit}+dirty"
+    assert tree_commit(ours, ours / "problems") == f"{ours_commit}+dirty" and tree_commit(ours) == ours_commit
     (ours / "problems" / "mine.py").unlink()
     (ours / "a.py").write_text("x = 2\n")
     assert tree_commit(ours) == f"{ours_commit}+dirty"
-    assert describe_code(ours, ours, {"adcompare.problems": ours, "adcompare.adapters": None}) == \
-        f"{ours_commit}+dirty"
-    mixed = describe_code(ours, ours, {"adcompare.problems": theirs, "adcompare.adapters": theirs})
+    package = ours / "adcompare"
+    own = {"adcompare.problems": PackageSource(ours / "problems", ours), "adcompare.adapters": None}
+    assert describe_code(package, ours, own) == f"{ours_commit}+dirty"
+    mixed = describe_code(package, ours, {"adcompare.problems": PackageSource(theirs / "problems", theirs),
+                                          "adcompare.adapters": PackageSource(theirs / "adapters", theirs)})
     assert mixed == f"{ours_commit}+dirty; adcompare.problems and adcompare.adapters from {theirs} at {theirs_commit}"
-    plain = tmp_path / "plain"  # a folder in no checkout: adcompare copied there, or problems mapped there
-    assert describe_code(plain, None, {"adcompare.problems": theirs}) == \
+    nested, nested_commit = _checkout(ours / "pinned", ("problems/__init__.py",))  # a clone inside this one
+    assert describe_code(package, ours, {"adcompare.problems": PackageSource(nested / "problems", nested)}) == \
+        f"{ours_commit}+dirty; adcompare.problems from {nested} at {nested_commit}"
+    copy = tmp_path / "home" / "adcompare"  # adcompare copied into no checkout, its problems from one beside it
+    assert describe_code(copy, None, {"adcompare.problems": PackageSource(theirs / "problems", theirs)}) == \
         f"no commit; adcompare.problems from {theirs} at {theirs_commit}"
-    assert describe_code(ours, ours, {"adcompare.adapters": plain / "adapters"}) == \
-        f"{ours_commit}+dirty; adcompare.adapters from {plain / 'adapters'} (not a git checkout)"
-    assert describe_code(plain, None, {"adcompare.problems": plain / "adcompare" / "problems"}) is None  # a release
+    plain = tmp_path / "plain" / "adapters"
+    assert describe_code(package, ours, {"adcompare.adapters": PackageSource(plain, None)}) == \
+        f"{ours_commit}+dirty; adcompare.adapters from {plain} (not a git checkout)"
+    release = tmp_path / "site-packages" / "adcompare"  # an installed release: everything inside its package
+    assert describe_code(release, None, {"adcompare.problems": PackageSource(release / "problems", None)}) is None
+    (ours / ".git" / "index").write_bytes(b"not an index")  # git status fails where rev-parse still works
+    assert tree_commit(ours) == f"{ours_commit}+unknown"
     if (ROOT / ".git").exists():  # this checkout: its own commit first, whatever its state
         assert (git_commit() or "").startswith(_git(ROOT, "rev-parse", "--short", "HEAD"))
 

@@ -45,6 +45,17 @@ def test_shards_are_deterministic(registry, full):
     assert a == b and a
 
 
+def test_a_shard_is_the_same_cells_with_or_without_a_time_budget(registry):
+    """`--shard 2/4 --max-time 1h`, then `--shard 2/4 --resume` without it, must run one slice: the split is
+    modelled under one policy, whatever the budget's (which times slow cells with fewer calls). ADBench's
+    suite has slow cells enough to move a split that followed the policy."""
+    adbench = make_plan(registry, Selection(suite="adbench"))
+    for k in (1, 2):
+        plain = prepare(registry, adbench, shard=ShardSpec(k, 4)).plan.cells
+        budgeted = prepare(registry, adbench, shard=ShardSpec(k, 4), max_time="1h").plan.cells
+        assert plain == budgeted and plain
+
+
 def test_worker_groups_stay_whole_unless_one_costs_more_than_half_a_shard(registry, full):
     est = estimate(registry, full.cells)
     n = 4

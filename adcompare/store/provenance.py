@@ -24,82 +24,104 @@ import numpy as np
 from adcompare import __version__
 from adcompare.model.fingerprint import Machine
 
+# What points git at another repository, work tree or index (`git rev-parse --local-env-vars`, less the configuration
+# ones: CI may set safe.directory through GIT_CONFIG_COUNT). A git hook that runs adcompare sets GIT_DIR and
+# GIT_INDEX_FILE to its own repository's.
+REPOSITORY_VARIABLES = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_GRAFT_FILE", "GIT_SHALLOW_FILE",
+    "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_INTERNAL_SUPER_PREFIX"})
+
 
 def _git(folder: Path, *args: str) -> str | None:
     """A git command's output in `folder`, or None where git or the checkout is missing. Never the repository that
-    GIT_DIR and its kin name (a git hook that runs adcompare sets them), and no optional locks (`git status` would
-    otherwise take index.lock while the user commits in the same checkout)."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    a git hook's variables name (REPOSITORY_VARIABLES), and no optional locks (`git status` would otherwise take
+    index.lock while the user commits in the same checkout)."""
+    env = {key: value for key, value in os.environ.items() if key not in REPOSITORY_VARIABLES}
     try:
         out = subprocess.run(["git", "--no-optional-locks", "-C", str(folder), *args], capture_output=True,
-                             text=True, timeout=5, env=clean)
+                             text=True, timeout=5, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-# problems/ imports every module it holds (pkgutil.iter_modules), so an untracked one there runs as a problem.
-DISCOVERED = "problems/"
-
-
-def tree_commit(checkout: Path) -> str | None:
+def tree_commit(checkout: Path, discovered: Path | None = None) -> str | None:
     """The short commit of a git checkout, marked "+dirty" where tracked files differ from it (git describe's
-    --dirty) or an untracked module lies in problems/, "+unknown" where git could not say, or None where
-    `checkout` is no git checkout."""
+    --dirty) or an untracked module lies in `discovered` (the problems folder, which imports every module it
+    holds), "+unknown" where git could not say, or None where `checkout` is no git checkout."""
     commit = _git(checkout, "rev-parse", "--short", "HEAD")
     if not commit:
         return None
-    changed = _git(checkout, "status", "--porcelain", "--untracked-files=all")
-    if changed is None:
+    changed = _git(checkout, "status", "--porcelain", "--untracked-files=no")
+    untracked = _git(discovered, "ls-files", "-z", "--others", "--exclude-standard") if discovered else ""
+    if changed is None or untracked is None:
         return f"{commit}+unknown"
-    dirty = any(not line.startswith("??") or line[3:].startswith(DISCOVERED) and line.endswith(".py")
-                for line in changed.splitlines())
-    return f"{commit}+dirty" if dirty else commit
+    modules = [name for name in untracked.split("\0") if name.endswith(".py")]
+    return f"{commit}+dirty" if changed or modules else commit
 
 
 # The packages an editable install maps to the checkout it was made in (pyproject's package_dir), past PYTHONPATH:
 # another checkout's `adcompare` on PYTHONPATH still imports these from the installed one.
 MAPPED_PACKAGES = ("adcompare.problems", "adcompare.adapters")
+DISCOVERING = "adcompare.problems"  # the one that imports every module in its folder
 
 
-def describe_code(own: Path, checkout: Path | None, mapped: dict[str, Path | None]) -> str | None:
-    """The code a run imports, for the header's git_commit: adcompare's checkout's commit (tree_commit), then each
-    mapped package imported from outside `own` (the folder adcompare's source lies in: its checkout, or the folder
-    holding the package), with that package's checkout and commit, or its folder where it is in no checkout
-    (`mapped`: each package's checkout, or its own folder). None where adcompare is in no checkout and nothing
-    comes from elsewhere (an installed release)."""
-    elsewhere: dict[Path, list[str]] = {}
-    for name, where in mapped.items():
-        if where is not None and not where.is_relative_to(own):
-            elsewhere.setdefault(where, []).append(name)
-    commit = tree_commit(checkout) if checkout else None
+@dataclass(frozen=True)
+class PackageSource:
+    """Where a package is imported from: its folder, and the git checkout that tracks it (None: none does)."""
+
+    folder: Path
+    checkout: Path | None
+
+
+def describe_code(package: Path, checkout: Path | None, mapped: Mapping[str, PackageSource | None]) -> str | None:
+    """The code a run imports, for the header's git_commit: the commit of adcompare's checkout (`checkout`, the one
+    tracking its `package` folder; tree_commit), then each mapped package imported from elsewhere — another
+    checkout, with its commit, or a folder no checkout tracks that is not beside or inside `package` (an installed
+    release has them inside). None where adcompare is in no checkout and nothing comes from elsewhere."""
+    def discovered(tree: Path | None) -> Path | None:
+        source = mapped.get(DISCOVERING)
+        return source.folder if source is not None and source.checkout == tree else None
+
+    elsewhere: dict[str, list[str]] = {}
+    for name, source in mapped.items():
+        if source is None:
+            continue
+        if source.checkout is not None and source.checkout != checkout:
+            where = f"{source.checkout} at {tree_commit(source.checkout, discovered(source.checkout))}"
+        elif source.checkout is None and source.folder.parent not in (package, package.parent):
+            where = f"{source.folder} (not a git checkout)"
+        else:
+            continue
+        elsewhere.setdefault(where, []).append(name)
+    commit = tree_commit(checkout, discovered(checkout)) if checkout else None
     if commit is None and not elsewhere:
         return None
-
-    def origin(where: Path) -> str:
-        theirs = tree_commit(where)
-        return f"at {theirs}" if theirs else "(not a git checkout)"
     return "; ".join([commit or "no commit",
-                      *(f"{' and '.join(names)} from {where} {origin(where)}" for where, names in elsewhere.items())])
+                      *(f"{' and '.join(names)} from {where}" for where, names in elsewhere.items())])
 
 
 def _checkout_of(folder: Path) -> Path | None:
+    """The git checkout that tracks files in `folder`: not one it merely lies in (a virtual environment inside a
+    checkout, its adcompare installed from a wheel, is no part of it)."""
     top = _git(folder, "rev-parse", "--show-toplevel")
-    return Path(top).resolve() if top else None
+    if not top or not _git(folder, "ls-files", "--", "."):
+        return None
+    return Path(top).resolve()
 
 
 def git_commit() -> str | None:
     """The commit of the adcompare source tree when it is a git checkout ("+dirty" where it changed), and where
     the problems and adapters come from when that is another checkout or folder (describe_code)."""
     package = Path(__file__).resolve().parent.parent  # adcompare/
-    checkout = _checkout_of(package)
-    mapped: dict[str, Path | None] = {}
+    mapped: dict[str, PackageSource | None] = {}
     for name in MAPPED_PACKAGES:
         spec = importlib.util.find_spec(name)  # where it would be imported from, without importing it
         folders = list(spec.submodule_search_locations or []) if spec else []
         folder = Path(folders[0]).resolve() if folders else None
-        mapped[name] = (_checkout_of(folder) or folder) if folder else None
-    return describe_code(checkout or package.parent, checkout, mapped)
+        mapped[name] = PackageSource(folder, _checkout_of(folder)) if folder else None
+    return describe_code(package, _checkout_of(package), mapped)
 
 
 @dataclass(frozen=True)

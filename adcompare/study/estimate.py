@@ -73,11 +73,18 @@ class History:
     machine: str = ""
     cells: Mapping[str, float] = field(default_factory=dict)
     startups: Mapping[tuple[str, ...], float] = field(default_factory=dict)
+    # cell key → (calls timed, their median) where a slow cell (rule 7 of run/timing.py) took all its policy gave it:
+    # a run under another policy times it with another number of calls (a --max-time run's three, seven otherwise)
+    slow_calls: Mapping[str, tuple[int, float]] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, results: Results, machine: str) -> "History":
-        cells = {m.cell.key: float(m.details["wall_seconds"]) for m in results.measurements
-                 if m.machine == machine and isinstance(m.details.get("wall_seconds"), (int, float))}
+        here = [m for m in results.measurements
+                if m.machine == machine and isinstance(m.details.get("wall_seconds"), (int, float))]
+        cells = {m.cell.key: float(m.details["wall_seconds"]) for m in here}
+        slow_calls = {m.cell.key: (len(m.timing.samples), m.timing.median) for m in here
+                      if m.timing is not None and m.timing.samples and m.timing.median is not None
+                      and m.timing.number == 1 and m.timing.warmup_calls == 0 and not m.timing.stopped}
         # Worker records name no machine: trust their start-ups only when every file came from this machine.
         own = all(p.machine.id == machine for p in results.provenance)
         startups = {}
@@ -88,7 +95,15 @@ class History:
                     group = worker_group(w["adapter"], w["dtype"], w["device"], w.get("environment") or CURRENT,
                                          int(w.get("devices") or 1))
                     startups[group] = float(w["startup_seconds"])
-        return cls(machine, cells, startups)
+        return cls(machine, cells, startups, slow_calls)
+
+    def seconds(self, key: str, policy: TimingPolicy) -> float:
+        """A measured cell's seconds under `policy`: a slow cell's with the calls `policy` times it with."""
+        seconds = self.cells[key]
+        if key in self.slow_calls:
+            calls, median = self.slow_calls[key]
+            seconds += (policy.slow_samples - calls) * median
+        return max(seconds, 0.0)
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,8 @@ def timed_seconds(per_call: float, policy: TimingPolicy = TimingPolicy()) -> flo
     run/timing.py; the cell's timeout caps it in `estimate`)."""
     if per_call > policy.block_allotment:
         return per_call * (1 + policy.slow_samples)
-    warmup = min(max(2 * per_call, policy.warmup_time), policy.max_time / 4 + per_call)
+    warmup = per_call if per_call > policy.max_time / 8 else min(max(2 * per_call, policy.warmup_time),
+                                                                 policy.max_time / 4 + per_call)  # rule 2
     blocks = min(max(policy.min_time, policy.min_samples * per_call), policy.max_time + per_call)
     return per_call + warmup + blocks
 
@@ -166,11 +182,36 @@ def reference_seconds(operator: str, shapes: Shapes) -> float:
     return min(full, FULL_REFERENCE_BUDGET + 12 * evaluation)
 
 
+@dataclass(frozen=True)
+class ModelledCell:
+    """A cell's model: `fixed` seconds (overhead, compilation, reference) and its call's `per_call` seconds."""
+
+    fixed: float
+    per_call: float
+
+    def seconds(self, policy: TimingPolicy) -> float:
+        """Its wall time (worker start-up excluded) when timed under `policy`."""
+        return self.fixed + timed_seconds(self.per_call, policy)
+
+    def times_out(self, timeout: float) -> bool:
+        """Whether the runner would find it timed out and skip its family's larger sizes: its fixed part, first
+        call and a second call do not fit in `timeout` (the second is a slow cell's first sample; where it does not
+        fit the cell is a timeout or "first call only"). A slow cell stopped by its deadline after that is
+        measured, and its family goes on (runner._recorded)."""
+        return self.fixed + 2 * self.per_call >= timeout
+
+
 def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
                   first_use: bool = True, cold: bool = False, policy: TimingPolicy = TimingPolicy()) -> float:
-    """One cell's modelled wall time (worker start-up excluded) under the run's timing `policy`; `first_use`: the
-    first cell of its (problem, size, operator) in its worker, which pays JAX's per-primitive compilation in eager
-    mode."""
+    """One cell's modelled wall time (worker start-up excluded) under the run's timing `policy` (model_cell)."""
+    return model_cell(registry, cell, shapes, with_reference=with_reference, first_use=first_use,
+                      cold=cold).seconds(policy)
+
+
+def model_cell(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool, first_use: bool = True,
+               cold: bool = False) -> ModelledCell:
+    """One cell's model; `first_use`: the first cell of its (problem, size, operator) in its worker, which pays
+    JAX's per-primitive compilation in eager mode."""
     adapter = registry.adapters[cell.adapter]
     slow = cell.variant in adapter.slow_variants
     eager = not adapter.compiled_from(cell.variant)
@@ -190,7 +231,7 @@ def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_refere
     else:  # a loop written as adcompare.fold compiles its step once (JAX, TensorFlow): distinct operations count
         first = COMPILE + min(ops, DISTINCT_OPERATIONS) * COMPILE_PER_OPERATION
     reference = reference_seconds(cell.operator, shapes) if with_reference else 0.0
-    return CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference + timed_seconds(per_call, policy)
+    return ModelledCell(CELL_OVERHEAD.get(cell.adapter, DEFAULT_CELL_OVERHEAD) + first + reference, per_call)
 
 
 def estimate(registry: Registry, cells: Sequence[Cell], history: History = History(), *,
@@ -218,16 +259,17 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
         if (c.problem, c.size) not in shapes:
             problem = registry.problems[c.problem]
             shapes[(c.problem, c.size)] = shapes_of(problem, problem.size(c.size))
-        seconds = model_seconds(registry, c, shapes[(c.problem, c.size)], with_reference=ref_key not in referenced,
-                                first_use=ref_key not in eager_seen, cold=slow and group not in warm, policy=policy)
+        model = model_cell(registry, c, shapes[(c.problem, c.size)], with_reference=ref_key not in referenced,
+                           first_use=ref_key not in eager_seen, cold=slow and group not in warm)
+        seconds = model.seconds(policy)
         modelled[key] = seconds
         if key in history.cells:
-            out[key] = history.cells[key]
+            out[key] = min(history.seconds(key, policy), max(history.cells[key], timeout))
             measured.add(key)
         else:
             family = c.family
             out[key] = SKIPPED_SECONDS if family in timing_out else min(seconds, timeout)
-            if seconds >= timeout:
+            if model.times_out(timeout):
                 timing_out.add(family)
         referenced.add(ref_key)
         if slow:

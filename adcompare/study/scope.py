@@ -76,12 +76,13 @@ def history(paths: Sequence[str | Path], machine: str) -> History:
 
 def prepare(registry: Registry, plan: Plan, *, done: frozenset[str] = frozenset(), past: History = History(),
             shard: ShardSpec | None = None, max_time: str = "", timeout: float = 300.0) -> Study:
-    """Apply the shard (on the whole plan, so shards do not depend on progress), then resume, then the budget; cells
-    are modelled under the timing policy the run will use (a budget's times a slow cell with fewer calls)."""
+    """Apply the shard (on the whole plan, so shards do not depend on progress), then resume, then the budget; the
+    cells to run are modelled under the timing policy the run will use (a budget's times a slow cell with fewer
+    calls)."""
     cells, decided = plan.cells, plan.decided
     policy = budget_policy(bool(max_time))
-    if shard is not None:  # from the model alone: every job (on any node, at any progress) splits alike
-        whole = estimate(registry, cells, timeout=timeout, policy=policy)
+    if shard is not None:  # from the model alone under one policy: every job (on any node, at any progress, with
+        whole = estimate(registry, cells, timeout=timeout)  # or without --max-time) splits alike
         cells = shard_cells(cells, whole, shard)
         decided = tuple(m for m in decided if owns_decided(m.cell.key, shard))
     todo = [c for c in cells if c.key not in done]
