@@ -47,6 +47,8 @@ def test_crashes_timeouts_nan_and_errors_each_cost_one_cell(fault_registry):
     got = _run(fault_registry, cells, timeout=5.0)
     assert got[_cell("segfaults")].status is Status.CRASHED and "SIGSEGV" in got[_cell("segfaults")].message
     assert got[_cell("sigkilled")].status is Status.CRASHED and "SIGKILL" in got[_cell("sigkilled")].message
+    assert "out-of-memory killer" in got[_cell("sigkilled")].message  # a SIGKILL adcompare did not send
+    assert "out-of-memory" not in got[_cell("segfaults")].message
     assert got[_cell("raises")].status is Status.FAILED
     assert "deliberate failure inside the problem" in got[_cell("raises")].message
     assert got[_cell("makes_nan")].status is Status.NAN

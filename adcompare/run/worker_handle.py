@@ -71,6 +71,13 @@ SAFE_PATH_LAUNCH = ("import runpy, sys; sys.path[:] = [p for p in sys.path if p]
                     "runpy.run_module('adcompare.worker', run_name='__main__')")
 
 
+# A worker killed by a SIGKILL it did not get from adcompare (which kills one only past its cell's timeout, and
+# records a timeout): most often the kernel's out-of-memory killer, as for JAX's eager BA value at p = 28,987,644 on
+# this project's 24 GB machine (2026-11-28: 24.3 GB resident when killed).
+NOT_OUR_SIGKILL = ("not sent by adcompare: on Linux the kernel's out-of-memory killer sends it when memory runs out "
+                   "(dmesg names the process); run the cell alone, or on a machine with more memory")
+
+
 def _signal_name(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -205,7 +212,8 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             return "stopped answering"
         tail = self._log_tail()
-        return f"worker died ({_signal_name(code)})" + (f"; last output: {tail}" if tail else "")
+        hint = f"; {NOT_OUR_SIGKILL}" if code == -signal.SIGKILL else ""
+        return f"worker died ({_signal_name(code)}{hint})" + (f"; last output: {tail}" if tail else "")
 
     def run(self, cell: Cell, *, timeout: float, time_it: bool = True,
             policy: TimingPolicy = TimingPolicy()) -> Measurement:
