@@ -3,7 +3,6 @@ machine's history is ignored; --dry-run says which it used and --json lists ever
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 
 import pytest
@@ -15,13 +14,14 @@ from adcompare.model.measurement import Measurement, Timing
 from adcompare.model.problem import shapes_of
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy, budget_policy
-from adcompare.plugin.adapter import Prepared
 from adcompare.run.timing import measure
 from adcompare.store.results import ResultsWriter, load
 from adcompare.study import scope as study
 from adcompare.study.estimate import History, ModelledCell, estimate, model_cell, timed_seconds
 from adcompare.study.plan import Selection
 from adcompare.study.plan import plan as make_plan
+
+from .test_timing import _sleeper
 
 
 def test_the_model_grows_with_size_and_slow_compilers(registry):
@@ -92,12 +92,6 @@ def test_list_suites_reads_this_machines_earlier_runs_and_the_published_baseline
         assert costs[suite]["published"] == entry
         assert entry["cells"] > 0 and entry["wall_seconds"] > 0 and entry["machine"] and entry["results"]
     assert "full" in published  # the project's baseline run of the full suite (benchmarks/results/full/)
-
-
-def _sleeper(seconds: float) -> Prepared:
-    def call():
-        time.sleep(seconds)
-    return Prepared(call)
 
 
 def test_a_slow_cells_model_counts_the_calls_the_timer_makes_under_each_policy():

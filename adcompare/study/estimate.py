@@ -97,12 +97,13 @@ class History:
                     startups[group] = float(w["startup_seconds"])
         return cls(machine, cells, startups, slow_calls)
 
-    def seconds(self, key: str, policy: TimingPolicy) -> float:
-        """A measured cell's seconds under `policy`: a slow cell's with the calls `policy` times it with."""
-        seconds = self.cells[key]
+    def seconds(self, key: str, policy: TimingPolicy, timeout: float) -> float:
+        """A measured cell's seconds under `policy`: a slow cell's with the calls `policy` times it with, no longer
+        than `timeout` unless it was measured longer."""
+        measured = seconds = self.cells[key]
         if key in self.slow_calls:
             calls, median = self.slow_calls[key]
-            seconds += (policy.slow_samples - calls) * median
+            seconds = min(measured + (policy.slow_samples - calls) * median, max(measured, timeout))
         return max(seconds, 0.0)
 
 
@@ -201,13 +202,6 @@ class ModelledCell:
         return self.fixed + 2 * self.per_call >= timeout
 
 
-def model_seconds(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool,
-                  first_use: bool = True, cold: bool = False, policy: TimingPolicy = TimingPolicy()) -> float:
-    """One cell's modelled wall time (worker start-up excluded) under the run's timing `policy` (model_cell)."""
-    return model_cell(registry, cell, shapes, with_reference=with_reference, first_use=first_use,
-                      cold=cold).seconds(policy)
-
-
 def model_cell(registry: Registry, cell: Cell, shapes: Shapes, *, with_reference: bool, first_use: bool = True,
                cold: bool = False) -> ModelledCell:
     """One cell's model; `first_use`: the first cell of its (problem, size, operator) in its worker, which pays
@@ -264,7 +258,7 @@ def estimate(registry: Registry, cells: Sequence[Cell], history: History = Histo
         seconds = model.seconds(policy)
         modelled[key] = seconds
         if key in history.cells:
-            out[key] = min(history.seconds(key, policy), max(history.cells[key], timeout))
+            out[key] = history.seconds(key, policy, timeout)
             measured.add(key)
         else:
             family = c.family
