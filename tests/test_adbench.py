@@ -186,11 +186,16 @@ def _numpy_reference(registry, name, operator):
 
 
 def test_gradients_through_the_numpy_reference_equal_adbench_goldens():
-    """adcompare's own float64 reference (differences through NumPy) reproduces ADBench's gradients: in full for
-    GMM, along the reference's seeded directions for LSTM (its full reference exceeds the differencing budget)."""
+    """adcompare's own float64 reference reproduces ADBench's gradients: GMM's closed form (problems/gmm.py) in
+    full, to the digits ADBench's C++ prints; LSTM's differences through NumPy along the reference's seeded
+    directions (its full reference exceeds the differencing budget)."""
     registry = _registry()
     gmm = _numpy_reference(registry, "gmm", "grad")
+    assert gmm.method.startswith("analytic")
     np.testing.assert_allclose(_gmm_order(gmm.value), GMM_GRADIENT, rtol=1e-7, atol=1e-9)
+    assert close(_gmm_order(gmm.value), CPP["gmm_gradient"])
+    assert float(_numpy_reference(registry, "gmm", "value").value) == pytest.approx(CPP["gmm_objective"],
+                                                                                    rel=CPP_TOLERANCE)
     lstm = _numpy_reference(registry, "lstm", "grad")
     golden = np.reshape(LSTM_GRADIENT, (-1, 14))
     if lstm.value is not None:

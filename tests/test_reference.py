@@ -363,6 +363,38 @@ def test_dets_value_and_gradient_are_its_closed_forms_equal_to_the_recursion(reg
     assert grad.value.shape == A.shape and scaled_error(grad.value, by_step) <= 1e-13
 
 
+@pytest.mark.parametrize("name", ["gmm", "gmm_posterior"])
+@pytest.mark.parametrize("wishart", [None, (2.0, 3)], ids=["defaults", "gamma2-m3"])
+def test_gmms_closed_forms_equal_the_objective_and_its_differenced_gradient(registry, monkeypatch, name, wishart):
+    """Both GMM conventions declare their value and gradient by hand (a component and a block of points at a time:
+    the objective through NumPy built 1 GB arrays at ADBench's largest sizes). At d = 4 (Lₖ's six entries in their
+    column-major order), with blocks of 16 points so that 50 points take four, and a file's other Wishart γ and m:
+    the value is the objective's, and every gradient entry its Richardson-extrapolated central difference."""
+    from adcompare.problems import gmm as gmm_module
+
+    monkeypatch.setattr(gmm_module, "POINTS_A_BLOCK", 16)
+    p = registry.problem(name)
+    d, K, n = 4, 3, 50
+    rng = np.random.default_rng(7)
+    params = np.concatenate([rng.normal(size=(K, 1)), rng.uniform(size=(K, d)),
+                             rng.normal(size=(K, d + d * (d - 1) // 2))], axis=1)
+    constants = {"x": rng.normal(size=(n, d))}
+    if wishart is not None:
+        constants["wishart"] = gmm_module.wishart_constants(wishart[0], wishart[1], d)
+    f = p.bind(np, constants)
+    forms = dict(p.analytic)
+    assert scaled_error(forms["value"](params, **constants), f(params)) <= 1e-14
+    differenced = np.zeros_like(params)
+    for index in np.ndindex(params.shape):
+        def central(h):
+            step = np.zeros_like(params)
+            step[index] = h
+            return (f(params + step) - f(params - step)) / (2 * h)
+        h = 1e-3 * max(1.0, abs(params[index]))
+        differenced[index] = (4 * central(h / 2) - central(h)) / 3
+    assert scaled_error(forms["grad"](params, **constants), differenced) <= 1e-8
+
+
 def test_closed_forms_are_for_operators_of_the_point_alone():
     @problem(sizes=[3], wrt="x", batch="b")
     def mapped(x, b, /, *, xp):
