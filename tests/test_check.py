@@ -298,7 +298,7 @@ def test_a_value_with_rows_is_weighed_row_by_row_and_a_value_of_one_axis_as_befo
     assert plain.status is Status.OK and plain.check.projection_weights == ""
 
 
-@pytest.mark.parametrize("kind", ["full", "directional", "one example each", "a wrong example"])
+@pytest.mark.parametrize("kind", ["full", "directional", "one example each", "seeded rows", "a wrong example"])
 def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check(kind, monkeypatch):
     """The per-example check reads its result a few examples at a time (STREAM_ELEMENTS, here 40: chunks of 3
     examples, the last one short); its error and projection are recomputed here on the whole array, as the check
@@ -313,8 +313,12 @@ def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check
     directional = {"full": (), "directional": (ref_module.Direction(expected=right @ v, right=v),
                                                ref_module.Direction(expected=np.tensordot(right, w, 2), right=w)),
                    "one example each": tuple(ref_module.Direction(expected=right[i], left=np.eye(10)[i])
-                                             for i in (1, 7))}
-    directional["a wrong example"] = directional["directional"] + directional["one example each"]
+                                             for i in (1, 7)),
+                   # seeded blocks of examples (a large batch past its budget), over three of the four chunks
+                   "seeded rows": (ref_module.Direction(expected=(right @ v)[[1, 2, 6, 7, 8]], right=v,
+                                                        rows=np.array([1, 2, 6, 7, 8])),)}
+    directional["a wrong example"] = (directional["directional"] + directional["one example each"]
+                                      + directional["seeded rows"])
     ref = ref_module.Reference(right if kind == "full" else None, "m", 0.0, directional[kind])
     whole = result.astype(np.float64)
     expected_error = scaled_error(whole, right) if kind == "full" else \
@@ -331,6 +335,9 @@ def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check
     assert fingerprint == pytest.approx(float(a @ whole.reshape(10, 12) @ b), rel=1e-13)
     pmap_grad = ref_module.Reference(None, "m", 0.0, (ref_module.Direction(expected=np.ones(()), right=right),))
     assert not check_module._streamable(pmap_grad, right.shape)  # contracts the example axis too: whole
+    rows_only, wrong_row = ref_module.Reference(None, "m", 0.0, directional["seeded rows"]), result.copy()
+    wrong_row[7, 2, 1] += 0.5
+    assert check_module._per_example_check(wrong_row, rows_only)[0] > 1e-2  # type: ignore[index]
 
 
 def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",

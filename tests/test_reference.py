@@ -11,6 +11,7 @@ import pytest
 from adcompare import problem
 from adcompare.model.errors import ProblemDefinitionError
 from adcompare.plugin.adapter import CellInputs
+from adcompare.verify import check as check_module
 from adcompare.verify import differencing
 from adcompare.verify import reference as ref_module
 from adcompare.verify.cell_inputs import cell_inputs
@@ -454,6 +455,32 @@ def test_a_large_batchs_value_is_evaluated_in_blocks_and_past_the_budget_on_seed
     mixed = reference(mixing, size, "value", inputs, budget=1e-12)
     assert mixed.method == "exact (value by NumPy at float64)"
     np.testing.assert_array_equal(mixed.value, np.asarray(mixing.bind(np, inputs.constants)(inputs.wrt)))
+    ref_module.clear_cache()
+
+
+def test_past_the_budget_a_large_batchs_per_example_derivative_is_checked_on_seeded_blocks_of_examples():
+    """Where one direction of the whole batch already costs more than the budget (BA's per-example Jacobians at
+    p = 4-5 million: 2.7-8 s), every Jᵢ·v along one seeded v for the examples of seeded blocks, compared with
+    those rows of the result, by the streamed check as by the whole-array one; a wrong entry there fails."""
+    p, _ = counted_problem(batch_mixing=False, batches=(50_000,))
+    (size,) = p.sizes
+    inputs = cell_inputs(p, size, "vmap_jacfwd", "float64")
+    X, w = inputs.batch, inputs.wrt
+    exact = np.cos(X * w)[:, :, None] * np.eye(3) * X[:, :, None]
+    ref_module.clear_cache()
+    r = reference(p, size, "vmap_jacfwd", inputs, budget=1e-12)
+    assert r.value is None and "for the examples of 2 seeded blocks of 10,000 (20,000 of 50,000)" in r.method
+    (d,) = r.directional
+    assert d.rows is not None and d.right is not None and len(np.unique(d.rows)) == 20_000
+    assert np.all(np.diff(d.rows) > 0) and d.expected.shape == (20_000, 3)
+    assert scaled_error(d.apply(exact), d.expected) <= max(r.error_bound, 1e-12)
+    for result in (exact, exact.astype(np.float32)):
+        error, _ = check_module._per_example_check(result, r)  # type: ignore[misc]
+        assert check_module._streamable(r, result.shape) and error == pytest.approx(
+            scaled_error(d.apply(result.astype(np.float64)), d.expected), rel=1e-12, abs=1e-15)
+    wrong = exact.copy()
+    wrong[d.rows[12_345], 1, 1] += 1.0
+    assert check_module._per_example_check(wrong, r)[0] > 0.1  # type: ignore[index]
     ref_module.clear_cache()
 
 

@@ -148,14 +148,16 @@ STREAM_ELEMENTS = 1 << 17
 def _streamable(ref: Reference, shape: tuple[int, ...]) -> bool:
     """Whether every comparison of `ref` splits along the leading (example) axis of a result of `shape`: a full
     reference elementwise (its shape checked before), a direction contracting trailing axes only and, on the left,
-    at most the example axis, with as many examples as the result (pmap_grad's directions contract the whole
-    result, a value's rows pick examples: those take the whole-array path, which fails on a count that differs)."""
+    at most the example axis, with as many examples as the result, or picking seeded rows (examples) the result
+    has (pmap_grad's directions contract the whole result: those take the whole-array path, as does a result
+    short of a direction's rows, which fails there)."""
     if not shape:
         return False
     if ref.value is not None:
         return True
-    return all(d.rows is None and (d.right is None or d.right.ndim < len(shape)) and (
-        np.shape(d.expected)[:1] == shape[:1] if d.left is None else d.left.shape == shape[:1])
+    return all((d.right is None or d.right.ndim < len(shape)) and (
+        (d.left is None and len(d.rows) > 0 and int(d.rows[-1]) < shape[0]) if d.rows is not None
+        else np.shape(d.expected)[:1] == shape[:1] if d.left is None else d.left.shape == shape[:1])
         for d in ref.directional)
 
 
@@ -181,6 +183,12 @@ def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float
             errors.append(scaled_error(chunk, value[start:end]))
             continue
         for k, d in enumerate(ref.directional):
+            if d.rows is not None:  # seeded rows: those of this chunk, against their part of `expected`
+                part = d.rows_between(start, end)
+                if part.stop > part.start:
+                    picked = replace(d, rows=d.rows[part] - start).apply(chunk)
+                    errors.append(scaled_error(picked, d.expected[part]))
+                continue
             piece = d.apply(chunk, slice(start, end))
             if d.left is None:
                 errors.append(scaled_error(piece, d.expected[start:end]))

@@ -42,7 +42,8 @@ shares none of its code: the problem evaluated by NumPy (an Array API namespace 
 - Every path honours the budget: directional checks too are cut to what it buys (never fewer than one). A value
   with a large batch whose rows are the examples' own (checked as above) is evaluated in blocks of rows, which
   NumPy does 3-4× faster than the whole batch at once; past the budget, on seeded blocks (BA's largest value:
-  29 million observations).
+  29 million observations). So is a per-example derivative whose one direction of the whole batch is past it:
+  Jᵢ·v along one seeded v for the examples of seeded blocks (BA's per-example Jacobians at p = 4-5 million).
 - Nested operators (`nested_ff` …, derivatives taken inside the problem): the problem's closed form where it
   declares one (saddle, particle: the same algorithm with exact derivatives); otherwise the problem through NumPy,
   whose `adcompare.grad` takes central differences, with a stated error bound of 1e-5 (differences of differences).
@@ -119,6 +120,13 @@ class Direction:
             left = self.left if examples is None else self.left[examples]
             out = np.tensordot(left, out, axes=left.ndim)
         return np.asarray(out)
+
+    def rows_between(self, start: int, end: int) -> slice:
+        """Which of `rows` (sorted, as the references make them) lie in [start, end): a streamed check's part of
+        `expected` for the result's examples start … end − 1."""
+        assert self.rows is not None
+        lo, hi = np.searchsorted(self.rows, [start, end])
+        return slice(int(lo), int(hi))
 
 
 @dataclass(frozen=True, eq=False)
@@ -443,6 +451,9 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
         f, why_not = _batched(problem, pt)
         if f is None:
             return _example_subset(problem, pt, operator, budget, why_not)
+        blocks = _example_blocks(problem, pt, operator, budget)
+        if blocks is not None:
+            return blocks
         count = len(pt.examples_batch)
     else:
         f = pt.function(problem)
@@ -486,6 +497,45 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     return Reference(None, f"directional: {lhs} by {how} for {len(vs)} seeded v (the full Jacobian would take "
                            f"~{full_cost:.2g} s > {budget:.2g} s of differencing)", worst, tuple(directions),
                      len(vs) * per_direction, rounding_error=rounding)
+
+
+def _example_blocks(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference | None:
+    """A per-example derivative of a large batch whose rows are the examples' own, where one direction of the
+    whole batch already costs more than the budget: every Jᵢ·v along one seeded v for the examples of seeded
+    blocks of rows, as many blocks as the budget buys (two at least), compared with those rows of the result, as
+    a value past its budget is. BA's per-example references at p = 4-5 million took 2.7-8 s for their one
+    direction, shared by the one or two cells a corpus run's budget let run at those sizes. Two blocks, differenced
+    first, price the whole; None (every example checked, as before) where a direction of the whole fits."""
+    batch = pt.examples_batch
+    count = len(batch)
+    if count < 4 * BATCH_BLOCK:
+        return None
+    fn = problem.bind(np, pt.constants)
+
+    def block(a: int) -> Function:
+        return lambda w: fn(w, batch[a:a + BATCH_BLOCK])
+
+    starts = np.random.default_rng([DIRECTION_SEED, 10]).permutation(count // BATCH_BLOCK) * BATCH_BLOCK
+    differ, how = choose(problem, block(int(starts[0])), pt.x)
+    v = _directions(pt.x.shape, salt=1)[0]
+    done, seconds = {}, []
+    for a in starts[:2]:  # the faster of two blocks prices them all: the first may find the caches cold
+        began = time.perf_counter()
+        done[int(a)] = differ.along(block(int(a)), pt.x, v, estimate=True)
+        seconds.append(time.perf_counter() - began)
+    whole = min(seconds) * count / BATCH_BLOCK
+    if whole <= budget:
+        return None
+    chosen = np.sort(starts[:max(2, int(len(starts) * budget / whole))])
+    parts = [done[int(a)] if int(a) in done else differ.along(block(int(a)), pt.x, v, estimate=True) for a in chosen]
+    rows = (chosen[:, None] + np.arange(BATCH_BLOCK)).ravel()
+    expected = np.concatenate([np.asarray(jv) for jv, _ in parts])
+    rounding = _rounding_error(problem, pt, operator, differ, _directions(pt.x.shape, salt=4))
+    return Reference(None, f"directional: R·v vs J·v for the examples of {len(chosen)} seeded blocks of "
+                           f"{BATCH_BLOCK:,} ({len(rows):,} of {count:,}) by {how} for 1 seeded v (a direction of "
+                           f"the whole batch would take ~{whole:.2g} s > {budget:.2g} s of differencing)",
+                     max(err for _, err in parts), (Direction(expected=expected, right=v, rows=rows),),
+                     whole * len(rows) / count, rounding_error=rounding)
 
 
 EXAMPLES_CHECKED = 8  # the most examples a per-example reference checks where the batch cannot be evaluated at once
