@@ -198,8 +198,9 @@ def _closed_form(params, x, wishart, prior_sign: float, gradient: bool):
         ∂/∂qₖⱼ = Σᵢ rₖᵢ + Gₖⱼⱼ exp(qₖⱼ)      ∂/∂lₖ = Gₖ's strictly lower entries, column-major,
 
     plus the Wishart term's γ² exp(2qₖ) − m and γ² lₖ, signed by `prior_sign`. Evaluating the objective itself
-    through NumPy builds (K, d, n) arrays (1 GB each at ADBench's d = 64, K = 200, n = 10,000): 5-10 s a value,
-    four of them for a differenced direction, 10-21 s of reference where a framework's call took 5-11 s. This
+    through NumPy builds (K, d, n) arrays (1 GB each at ADBench's d = 64, K = 200, n = 10,000): its value
+    reference took 8.6-10 s there and a differenced direction of its gradient 21 s, where a framework's call took
+    1-11 s. This
     holds a block of points at a time, and there takes 0.8 s for the value and 2.5 s for the whole gradient (one
     core); the gradient's pass costs a second product a component and block."""
     params = np.asarray(params, dtype=np.float64)

@@ -314,9 +314,10 @@ def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check
                                                ref_module.Direction(expected=np.tensordot(right, w, 2), right=w)),
                    "one example each": tuple(ref_module.Direction(expected=right[i], left=np.eye(10)[i])
                                              for i in (1, 7)),
-                   # seeded blocks of examples (a large batch past its budget), over three of the four chunks
-                   "seeded rows": (ref_module.Direction(expected=(right @ v)[[1, 2, 6, 7, 8]], right=v,
-                                                        rows=np.array([1, 2, 6, 7, 8])),)}
+                   # seeded blocks of examples (a large batch past its budget) in three of the four chunks, one
+                   # block across the edge of the first two
+                   "seeded rows": (ref_module.Direction(expected=(right @ v)[[1, 2, 3, 7, 8]], right=v,
+                                                        rows=np.array([1, 2, 3, 7, 8])),)}
     directional["a wrong example"] = (directional["directional"] + directional["one example each"]
                                       + directional["seeded rows"])
     ref = ref_module.Reference(right if kind == "full" else None, "m", 0.0, directional[kind])
@@ -335,9 +336,13 @@ def test_a_per_example_check_streamed_over_examples_equals_the_whole_array_check
     assert fingerprint == pytest.approx(float(a @ whole.reshape(10, 12) @ b), rel=1e-13)
     pmap_grad = ref_module.Reference(None, "m", 0.0, (ref_module.Direction(expected=np.ones(()), right=right),))
     assert not check_module._streamable(pmap_grad, right.shape)  # contracts the example axis too: whole
-    rows_only, wrong_row = ref_module.Reference(None, "m", 0.0, directional["seeded rows"]), result.copy()
-    wrong_row[7, 2, 1] += 0.5
-    assert check_module._per_example_check(wrong_row, rows_only)[0] > 1e-2  # type: ignore[index]
+    rows_only = ref_module.Reference(None, "m", 0.0, directional["seeded rows"])
+    for row in (3, 7):  # either side of a chunk's edge
+        wrong_row = result.copy()
+        wrong_row[row, 2, 1] += 0.5
+        assert check_module._per_example_check(wrong_row, rows_only)[0] > 1e-2  # type: ignore[index]
+    unsorted = ref_module.Direction(expected=(right @ v)[[7, 1]], right=v, rows=np.array([7, 1]))
+    assert not check_module._streamable(ref_module.Reference(None, "m", 0.0, (unsorted,)), result.shape)
 
 
 def _fake(cell_adapter: str, projection: float, operator="hessian", status=Status.OK, variant="eager",

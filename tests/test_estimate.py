@@ -34,6 +34,19 @@ def test_the_model_grows_with_size_and_slow_compilers(registry):
     assert by_variant["compiled"] > 5 * by_variant["eager"]  # torch.compile is a slow variant
 
 
+def test_a_closed_form_reference_is_priced_as_one_evaluation_not_as_differencing(registry):
+    """GMM declares its gradient by hand (2.5 s at d64-K200-n10000, where a differenced direction took 21 s): the
+    model prices that reference as one evaluation, as it does the value's; hvp, which it differences, costs more."""
+    gmm = registry.problem("gmm")
+    size = gmm.size("d64-K200-n10000")
+    shapes = shapes_of(gmm, size)
+    fixed = {op: model_cell(registry, Cell("gmm", size.label, op, "jax", "compiled", "cpu", "float64"), shapes,
+                            with_reference=True).fixed
+             - model_cell(registry, Cell("gmm", size.label, op, "jax", "compiled", "cpu", "float64"), shapes,
+                          with_reference=False).fixed for op in ("value", "grad", "hvp")}
+    assert fixed["grad"] == pytest.approx(fixed["value"]) and fixed["hvp"] > 5 * fixed["grad"]
+
+
 def write(path, machine: Machine, seconds: float) -> Cell:
     cell = Cell("f_xy", "n2", "hessian", "autograd", "eager", "cpu", "float32")
     with ResultsWriter(path, {"machine": machine.to_json(), "threads": 1}) as w:

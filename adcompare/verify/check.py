@@ -148,15 +148,16 @@ STREAM_ELEMENTS = 1 << 17
 def _streamable(ref: Reference, shape: tuple[int, ...]) -> bool:
     """Whether every comparison of `ref` splits along the leading (example) axis of a result of `shape`: a full
     reference elementwise (its shape checked before), a direction contracting trailing axes only and, on the left,
-    at most the example axis, with as many examples as the result, or picking seeded rows (examples) the result
-    has (pmap_grad's directions contract the whole result: those take the whole-array path, as does a result
-    short of a direction's rows, which fails there)."""
+    at most the example axis, with as many examples as the result, or picking seeded rows (examples, ascending)
+    the result has (pmap_grad's directions contract the whole result: those take the whole-array path, as does a
+    result short of a direction's rows, which fails there)."""
     if not shape:
         return False
     if ref.value is not None:
         return True
     return all((d.right is None or d.right.ndim < len(shape)) and (
-        (d.left is None and len(d.rows) > 0 and int(d.rows[-1]) < shape[0]) if d.rows is not None
+        (d.left is None and len(d.rows) > 0 and int(d.rows[-1]) < shape[0] and bool(np.all(np.diff(d.rows) > 0)))
+        if d.rows is not None
         else np.shape(d.expected)[:1] == shape[:1] if d.left is None else d.left.shape == shape[:1])
         for d in ref.directional)
 
