@@ -103,11 +103,16 @@ def adbench_wishart_term(params, d, xp, wishart=None):
     off = params[:, 1 + 2 * d:]
     qdiag = xp.exp(q)
     squares = xp.sum(qdiag * qdiag, axis=1) + xp.sum(off * off, axis=1)
-    if wishart is None:  # the defaults as Python numbers: generated cells carry no extra constant
-        gamma, m, c = WISHART_GAMMA, WISHART_M, float(wishart_constants(WISHART_GAMMA, WISHART_M, d)[2])
-    else:
-        gamma, m, c = wishart[0], wishart[1], wishart[2]
+    gamma, m, c = wishart_parameters(d, wishart)
     return xp.sum(0.5 * gamma * gamma * squares - m * xp.sum(q, axis=1)) - K * c
+
+
+def wishart_parameters(d: int, wishart=None):
+    """(γ, m, C) from the `wishart` constant; None: the defaults as Python numbers (generated cells carry no extra
+    constant)."""
+    if wishart is None:
+        return WISHART_GAMMA, WISHART_M, float(wishart_constants(WISHART_GAMMA, WISHART_M, d)[2])
+    return wishart[0], wishart[1], wishart[2]
 
 
 @problem(sizes=GMM_SIZES, wrt="params", tags=("classic", "scalar-output", "wide"),
@@ -238,17 +243,12 @@ def _closed_form(params, x, wishart, prior_sign: float, gradient: bool):
             grad[k, 1:1 + d] += factors[k].T @ (factors[k] @ weighted.sum(axis=0))
             grad[k, 1 + d:1 + 2 * d] += share + np.diagonal(g) * np.exp(q[k])
             grad[k, 1 + 2 * d:] += g[rows, cols]
-    top_alpha = alphas.max()
-    softmax = np.exp(alphas - top_alpha)
-    lse_alpha = top_alpha + math.log(softmax.sum())
-    gamma, m, c = ((WISHART_GAMMA, WISHART_M, float(wishart_constants(WISHART_GAMMA, WISHART_M, d)[2]))
-                   if wishart is None else (float(wishart[0]), float(wishart[1]), float(wishart[2])))
-    squares = np.sum(np.exp(2 * q), axis=1) + np.sum(off * off, axis=1)
-    prior = float(np.sum(0.5 * gamma * gamma * squares - m * q.sum(axis=1)) - K * c)
-    value = -n * d * 0.5 * math.log(2 * math.pi) + total - n * lse_alpha + prior_sign * prior
+    lse_alpha = float(logsumexp(alphas, 0, np))
     if grad is None:
-        return np.float64(value)
-    grad[:, 0] -= n * softmax / softmax.sum()
+        prior = float(adbench_wishart_term(params, d, np, wishart))
+        return np.float64(-n * d * 0.5 * math.log(2 * math.pi) + total - n * lse_alpha + prior_sign * prior)
+    gamma, m, _ = (float(v) for v in wishart_parameters(d, wishart))
+    grad[:, 0] -= n * np.exp(alphas - lse_alpha)
     grad[:, 1 + d:1 + 2 * d] += prior_sign * (gamma * gamma * np.exp(2 * q) - m)
     grad[:, 1 + 2 * d:] += prior_sign * gamma * gamma * off
     return grad

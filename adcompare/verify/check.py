@@ -28,7 +28,7 @@ from adcompare.model.problem import Problem, Size, output_shape, shapes_of
 from adcompare.model.status import Status
 from adcompare.plugin.adapter import CellInputs
 from adcompare.verify.cell_inputs import seeded_vector
-from adcompare.verify.reference import Reference, reference
+from adcompare.verify.reference import Direction, Reference, reference
 from adcompare.verify.tolerance import all_finite, scaled_error, tolerance
 
 PROJECTION_SEED = 7_000_001  # weights of the per-example projections: the same in every process
@@ -155,11 +155,18 @@ def _streamable(ref: Reference, shape: tuple[int, ...]) -> bool:
         return False
     if ref.value is not None:
         return True
-    return all((d.right is None or d.right.ndim < len(shape)) and (
-        (d.left is None and len(d.rows) > 0 and int(d.rows[-1]) < shape[0] and bool(np.all(np.diff(d.rows) > 0)))
-        if d.rows is not None
-        else np.shape(d.expected)[:1] == shape[:1] if d.left is None else d.left.shape == shape[:1])
-        for d in ref.directional)
+    return all(_splits_by_example(d, shape) for d in ref.directional)
+
+
+def _splits_by_example(d: Direction, shape: tuple[int, ...]) -> bool:
+    """Whether one direction's comparison splits along a result's examples (`_streamable`)."""
+    if d.right is not None and d.right.ndim >= len(shape):
+        return False
+    if d.rows is not None:
+        return d.left is None and len(d.rows) > 0 and int(d.rows[-1]) < shape[0] and bool(np.all(np.diff(d.rows) > 0))
+    if d.left is not None:
+        return d.left.shape == shape[:1]
+    return np.shape(d.expected)[:1] == shape[:1]
 
 
 def _per_example_check(result: np.ndarray, ref: Reference) -> tuple[float, float] | None:

@@ -64,8 +64,9 @@ import math
 import pickle
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -90,6 +91,7 @@ from adcompare.verify.tolerance import all_finite, scaled_error
 
 FULL_REFERENCE_BUDGET = 2.0  # seconds of differencing above which only directional checks are made
 BATCH_BLOCK = 10_000  # rows of a large batch (4 blocks or more) evaluated at once
+T = TypeVar("T")  # what evaluating a block of a large batch gives (_PricedBlocks)
 DIRECTIONS = 3  # seeded directions per directional check
 NEWTON_COORDINATES = 64  # the most coordinates a directional newton_dir reference checks (each one a Direction)
 
@@ -396,6 +398,9 @@ def _value(problem: Problem, pt: _Point, operator: str, budget: float) -> Refere
     return Reference(value, "exact (value by NumPy at float64)", 0.0)
 
 
+VALUE_BLOCKS_SALT = 8  # the seeded order of a value reference's blocks
+
+
 def _value_rows(problem: Problem, pt: _Point, budget: float) -> Reference | None:
     """The value of a problem whose batch is large (row i of f(w, batch) is f(w, bᵢ), checked as for per-example
     references, on a probe block) evaluated in blocks of rows (`_Point.whole_batch`): all of them where the
@@ -418,31 +423,57 @@ def _value_rows(problem: Problem, pt: _Point, budget: float) -> Reference | None
     batched = dataclasses.replace(pt, constants=rest, batch=batch)
     if _batch_mismatch(problem, _probe(batched, batch)):
         return None  # rows that mix examples: only the whole batch at once gives the value
-    starts = np.random.default_rng([DIRECTION_SEED, 8]).permutation(count // BATCH_BLOCK) * BATCH_BLOCK
-
     def block(a: int) -> np.ndarray:
         with np.errstate(all="ignore"):
             return np.asarray(fn(pt.x, batch[a:a + BATCH_BLOCK]), dtype=np.float64)
 
-    seconds, done = [], {}
-    for a in starts[:2]:  # the faster of two blocks prices them all: the first may find the caches cold
-        began = time.perf_counter()
-        done[int(a)] = block(int(a))
-        seconds.append(time.perf_counter() - began)
-    whole = min(seconds) * count / BATCH_BLOCK
+    blocks = _PricedBlocks.price(count, VALUE_BLOCKS_SALT, block)
+    whole = blocks.whole
     if whole <= budget:
         with np.errstate(all="ignore"):
             value = np.asarray(batched.whole_batch(problem)(pt.x), dtype=np.float64)
         return Reference(value, f"exact (value by NumPy at float64, in blocks of {BATCH_BLOCK:,} rows of the "
                                 f"batch's {count:,}: its rows are the examples' own)", 0.0, cost=whole)
-    chosen = np.sort(starts[:max(2, int(len(starts) * budget / whole))])
-    parts = [done[int(a)] if int(a) in done else block(int(a)) for a in chosen]
-    rows = (chosen[:, None] + np.arange(BATCH_BLOCK)).ravel()
-    blocks = f"{len(chosen)} seeded block{'s' * (len(chosen) > 1)}"
-    return Reference(None, f"exact on {len(rows):,} rows of {count:,}, {blocks} of {BATCH_BLOCK:,} (value by NumPy "
+    rows, parts = blocks.within(budget)
+    chosen = len(parts)
+    seeded = f"{chosen} seeded block{'s' * (chosen > 1)}"
+    return Reference(None, f"exact on {len(rows):,} rows of {count:,}, {seeded} of {BATCH_BLOCK:,} (value by NumPy "
                            f"at float64; all its blocks would take ~{whole:.2g} s > {budget:.2g} s, and its rows "
                            f"are the examples' own)",
                      0.0, (Direction(expected=np.concatenate(parts), rows=rows),), cost=whole * len(rows) / count)
+
+
+def _seeded_block_starts(count: int, salt: int) -> np.ndarray:
+    """The first rows of a batch's blocks of BATCH_BLOCK rows (a last partial block left out), in a seeded order."""
+    return np.random.default_rng([DIRECTION_SEED, salt]).permutation(count // BATCH_BLOCK) * BATCH_BLOCK
+
+
+@dataclass(frozen=True)
+class _PricedBlocks(Generic[T]):
+    """A large batch's blocks of BATCH_BLOCK rows in a seeded order, for a reference that may be past its budget
+    (a value; a per-example derivative along one direction): the first two evaluated, the faster of them pricing
+    every block (the first may find the caches cold)."""
+
+    starts: np.ndarray  # each block's first row, in the seeded order
+    done: dict[int, T]  # the evaluations made, by first row
+    whole: float  # seconds all the blocks would take
+    evaluate: Callable[[int], T]  # a block's evaluation, from its first row
+
+    @classmethod
+    def price(cls, count: int, salt: int, evaluate: Callable[[int], T]) -> _PricedBlocks[T]:
+        starts = _seeded_block_starts(count, salt)
+        done, seconds = {}, []
+        for a in (int(a) for a in starts[:2]):
+            began = time.perf_counter()
+            done[a] = evaluate(a)
+            seconds.append(time.perf_counter() - began)
+        return cls(starts, done, min(seconds) * count / BATCH_BLOCK, evaluate)
+
+    def within(self, budget: float) -> tuple[np.ndarray, list[T]]:
+        """The rows of as many blocks as `budget` buys (two at least), ascending, and each block's evaluation."""
+        chosen = np.sort(self.starts[:max(2, int(len(self.starts) * budget / self.whole))])
+        parts = [self.done[a] if a in self.done else self.evaluate(a) for a in (int(a) for a in chosen)]
+        return (chosen[:, None] + np.arange(BATCH_BLOCK)).ravel(), parts
 
 
 def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference:
@@ -501,6 +532,9 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
                      len(vs) * per_direction, rounding_error=rounding)
 
 
+EXAMPLE_BLOCKS_SALT = 10  # the seeded order of a per-example reference's blocks (a value's: 8)
+
+
 def _example_blocks(problem: Problem, pt: _Point, operator: str, budget: float) -> Reference | None:
     """A per-example derivative of a large batch whose rows are the examples' own, where one direction of the
     whole batch already costs more than the budget: every Jᵢ·v along one seeded v for the examples of seeded
@@ -517,23 +551,16 @@ def _example_blocks(problem: Problem, pt: _Point, operator: str, budget: float) 
     def block(a: int) -> Function:
         return lambda w: fn(w, batch[a:a + BATCH_BLOCK])
 
-    starts = np.random.default_rng([DIRECTION_SEED, 10]).permutation(count // BATCH_BLOCK) * BATCH_BLOCK
-    differ, how = choose(problem, block(int(starts[0])), pt.x)
+    differ, how = choose(problem, block(int(_seeded_block_starts(count, EXAMPLE_BLOCKS_SALT)[0])), pt.x)
     v = _directions(pt.x.shape, salt=1)[0]
-    done, seconds = {}, []
-    for a in starts[:2]:  # the faster of two blocks prices them all: the first may find the caches cold
-        began = time.perf_counter()
-        done[int(a)] = differ.along(block(int(a)), pt.x, v, estimate=True)
-        seconds.append(time.perf_counter() - began)
-    whole = min(seconds) * count / BATCH_BLOCK
+    blocks = _PricedBlocks.price(count, EXAMPLE_BLOCKS_SALT, lambda a: differ.along(block(a), pt.x, v, estimate=True))
+    whole = blocks.whole
     if whole <= budget:
         return None
-    chosen = np.sort(starts[:max(2, int(len(starts) * budget / whole))])
-    parts = [done[int(a)] if int(a) in done else differ.along(block(int(a)), pt.x, v, estimate=True) for a in chosen]
-    rows = (chosen[:, None] + np.arange(BATCH_BLOCK)).ravel()
+    rows, parts = blocks.within(budget)
     expected = np.concatenate([np.asarray(jv) for jv, _ in parts])
     rounding = _rounding_error(problem, pt, operator, differ, _directions(pt.x.shape, salt=4))
-    return Reference(None, f"directional: R·v vs J·v for the examples of {len(chosen)} seeded blocks of "
+    return Reference(None, f"directional: R·v vs J·v for the examples of {len(parts)} seeded blocks of "
                            f"{BATCH_BLOCK:,} ({len(rows):,} of {count:,}) by {how} for 1 seeded v (a direction of "
                            f"the whole batch would take ~{whole:.2g} s > {budget:.2g} s of differencing)",
                      max(err for _, err in parts), (Direction(expected=expected, right=v, rows=rows),),
