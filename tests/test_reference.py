@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 import pytest
@@ -258,6 +259,58 @@ def test_complex_step_is_refused_where_a_problem_wrongly_claims_it_is_safe():
     r = reference(p, p.sizes[0], "jacfwd", inputs)
     assert "complex step disagreed" in r.method and "'abs_times_x'" in r.method
     assert scaled_error(r.value, np.diag(2 * np.abs(inputs.wrt))) <= r.error_bound
+
+
+def counted_exp_problem(rate: float, seconds: float = 0.0):
+    """sum(exp(rate·x)) with a count of its evaluations (complex or real), safe for the complex step; each takes
+    at least `seconds` (past 0.01 s, the reference prices differencing by the evaluations it keeps, not by more)."""
+    calls = []
+
+    @problem(sizes=[6], wrt="x", complex_step_safe=True)
+    def exp_sum(x, /, *, xp):
+        calls.append(1)
+        time.sleep(seconds)
+        return xp.sum(xp.exp(rate * x))
+
+    @exp_sum.inputs
+    def _(rng, n):
+        return {"x": 0.1 * rng.standard_normal(n)}
+
+    return exp_sum.build(), calls
+
+
+def test_the_complex_steps_confirmation_is_the_references_first_direction():
+    """A directional grad reference by complex step evaluates f three times: the complex step along the first seeded
+    direction, kept as that direction's J·v once central differences (two evaluations) confirm it. It used to take
+    seven: the confirmation's own direction, the Richardson estimate's two more, and one evaluation to see f is
+    scalar. The numbers are the closed form's, along that same direction."""
+    p, calls = counted_exp_problem(1.0, seconds=0.012)
+    size = p.sizes[0]
+    inputs = cell_inputs(p, size, "grad", "float64")
+    ref_module.clear_cache()
+    calls.clear()
+    r = reference(p, size, "grad", inputs, budget=1e-12)  # one direction
+    assert len(calls) == 3 and "complex step" in r.method and len(r.directional) == 1
+    (d,) = r.directional
+    v = ref_module._directions(inputs.wrt.shape, salt=1)[0]
+    assert np.array_equal(d.right, v)
+    assert abs(d.expected - np.exp(inputs.wrt) @ v) <= 1e-14 * np.abs(np.exp(inputs.wrt)) @ np.abs(v)
+
+
+def test_a_complex_step_farther_from_the_central_difference_than_its_bar_is_judged_by_the_estimate():
+    """Where the central difference is off by more than CONFIRMED_GAP (exp(600·x): its truncation ~3e-7), the
+    Richardson estimate decides, as before: consistent with it, the complex step is still chosen."""
+    p, calls = counted_exp_problem(600.0)
+    size = p.sizes[0]
+    x = cell_inputs(p, size, "grad", "float64").wrt
+    f = p.bind(np, {})
+    v = differencing._check_direction(x.shape)
+    cd, _ = differencing.Differ(False).along(f, x, v, estimate=False)
+    assert scaled_error(cd, 600 * np.exp(600 * x) @ v) > differencing.CONFIRMED_GAP  # the case this test is about
+    calls.clear()
+    differ, how, confirmed = differencing.choose_along(p, f, x, v)
+    assert differ.complex_step and how == "complex step" and len(calls) == 5  # estimate taken: two evaluations more
+    assert confirmed is not None and scaled_error(confirmed.jv, 600 * np.exp(600 * x) @ v) <= 1e-14
 
 
 # ----------------------------------------------------------------------------------------------- second order

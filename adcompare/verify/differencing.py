@@ -54,11 +54,19 @@ class Differ:
         if self.complex_step:
             h = COMPLEX_STEP / scale
             return np.imag(np.asarray(f(x + 1j * h * v))) / h, self.floor
-        t = EPS ** self.exponent / float(np.max(np.abs(v) / np.maximum(1.0, np.abs(x))))
-        d1 = central(f, x, v, t)
+        d1 = central(f, x, v, self.step(x, v))
         if not estimate:
             return d1, 0.0
-        return d1, max(scaled_error(d1, central(f, x, v, 2 * t)), self.floor)
+        return d1, self.richardson(f, x, v, d1)
+
+    def step(self, x: np.ndarray, v: np.ndarray) -> float:
+        """The central difference's step t along v (x + t·v)."""
+        return EPS ** self.exponent / float(np.max(np.abs(v) / np.maximum(1.0, np.abs(x))))
+
+    def richardson(self, f: Function, x: np.ndarray, v: np.ndarray, d1: np.ndarray) -> float:
+        """The estimated scaled error of d1, the central difference along v at `step`: its gap to the one at twice
+        the step (two evaluations more)."""
+        return max(scaled_error(d1, central(f, x, v, 2 * self.step(x, v))), self.floor)
 
 
 def central(f: Function, x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
@@ -149,24 +157,59 @@ def seconds_per_evaluation(differ: Differ, f: Function, x: np.ndarray, timed: fl
 
 def complex_step_works(f: Function, x: np.ndarray) -> str | None:
     """None when the complex step agrees with central differences along a seeded direction, else why not."""
-    v = np.random.default_rng(DIRECTION_SEED - 1).standard_normal(x.shape)
+    return _complex_step_check(f, x, _check_direction(x.shape))[0]
+
+
+def _check_direction(shape: tuple[int, ...]) -> np.ndarray:
+    """The seeded direction `choose` confirms the complex step on, where the caller differences none of its own."""
+    return np.random.default_rng(DIRECTION_SEED - 1).standard_normal(shape)
+
+
+# A complex step within this scaled gap of the central difference is confirmed without the Richardson estimate: the
+# verdict is the same (the bar is max(10·estimate, CONFIRMED_GAP)), and two evaluations fewer decide it.
+CONFIRMED_GAP = 1e-7
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """The complex step's J·v along the direction `choose_along` confirmed it on, and the seconds it took."""
+
+    jv: np.ndarray
+    seconds: float
+
+
+def _complex_step_check(f: Function, x: np.ndarray, v: np.ndarray) -> tuple[str | None, Confirmed | None]:
+    """(None, the complex step's J·v) when it agrees with central differences along v; (why not, None) else."""
     try:
         with np.errstate(all="ignore"):
+            started = time.perf_counter()
             cs, _ = Differ(True).along(f, x, v, estimate=False)
+            seconds = time.perf_counter() - started
     except Exception as exc:  # e.g. a NumPy function that rejects complex input
-        return f"complex step raised {type(exc).__name__}: {exc}"
-    cd, err = Differ(False).along(f, x, v, estimate=True)
+        return f"complex step raised {type(exc).__name__}: {exc}", None
+    central_differ = Differ(False)
+    cd, _ = central_differ.along(f, x, v, estimate=False)
     gap = scaled_error(cs, cd)
-    return None if gap <= max(10 * err, 1e-7) else f"complex step disagreed with them by {gap:.1e}"
+    if gap > CONFIRMED_GAP and gap > 10 * central_differ.richardson(f, x, v, cd):
+        return f"complex step disagreed with them by {gap:.1e}", None
+    return None, Confirmed(np.asarray(cs), seconds)
 
 
 def choose(problem: Problem, f: Function, x: np.ndarray) -> tuple[Differ, str]:
     """Complex step where the problem declares it safe and a seeded directional derivative confirms it."""
+    differ, how, _ = choose_along(problem, f, x, _check_direction(x.shape))
+    return differ, how
+
+
+def choose_along(problem: Problem, f: Function, x: np.ndarray, v: np.ndarray
+                 ) -> tuple[Differ, str, Confirmed | None]:
+    """`choose`, confirming the complex step along v — a direction the caller differences anyway, which gets the
+    complex step's J·v back instead of computing it again (None where central differences were chosen)."""
     central = Differ(False)
     if not problem.complex_step_safe:
-        return central, "central differences (step eps^(1/3)·max(1,|x|), Richardson error estimate)"
-    why_not = complex_step_works(f, x)
+        return central, "central differences (step eps^(1/3)·max(1,|x|), Richardson error estimate)", None
+    why_not, confirmed = _complex_step_check(f, x, v)
     if why_not is not None:
         return central, (f"central differences ({why_not} along a seeded direction: problem {problem.name!r} is "
-                         f"declared complex_step_safe but is not)")
-    return Differ(True), "complex step"
+                         f"declared complex_step_safe but is not)"), None
+    return Differ(True), "complex step", confirmed

@@ -83,6 +83,7 @@ from adcompare.verify.differencing import (
     SecondOrder,
     central,
     choose,
+    choose_along,
     complex_step_works,
     jacobian,
     seconds_per_evaluation,
@@ -491,11 +492,18 @@ def _first_order(problem: Problem, pt: _Point, operator: str, budget: float) -> 
     else:
         f = pt.function(problem)
     x = pt.x
-    differ, how = choose(problem, f, x)
     seeded = _directions(x.shape, salt=1)
-    started = time.perf_counter()  # the first J·v kept (jvp's, or the first seeded direction's) prices the rest
-    first, first_err = differ.along(f, x, pt.v if operator == "jvp" else seeded[0], estimate=True)
-    price = seconds_per_evaluation(differ, f, x, timed=(time.perf_counter() - started) / differ.evaluations(True))
+    along = pt.v if operator == "jvp" else seeded[0]  # the first J·v kept: jvp's, or the first seeded direction's
+    differ, how, confirmed = choose_along(problem, f, x, along)  # the complex step, confirmed along that J·v
+    if confirmed is not None:
+        first, first_err, timed = confirmed.jv, differ.floor, confirmed.seconds
+    else:
+        started = time.perf_counter()
+        first, first_err = differ.along(f, x, along, estimate=True)
+        timed = time.perf_counter() - started
+    if operator == "grad":  # its J·v has f's shape: f is scalar (other operators evaluate f to find out)
+        _require_scalar(problem, operator, np.shape(first))
+    price = seconds_per_evaluation(differ, f, x, timed=timed / differ.evaluations(True))
 
     if operator == "jvp":
         jv, err = first, first_err
@@ -806,12 +814,9 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
     if op.per_example and pt.batch is None:
         raise ReferenceError(f"problem {problem.name!r}: per-example operator {operator!r} needs the batch "
                              f"argument in CellInputs.batch")
-    if op.scalar_output:
+    if op.scalar_output and operator != "grad":  # grad's first directional derivative tells (_first_order)
         g = pt.example(problem, 0) if op.per_example else pt.function(problem)
-        shape = np.shape(g(pt.x))
-        if shape != ():
-            raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a scalar-valued "
-                                 f"function, f(x) has shape {shape}")
+        _require_scalar(problem, operator, np.shape(g(pt.x)))
     if operator == "newton_dir":
         return _newton_direction(problem, pt, budget)
     if op.family == NESTED:
@@ -819,6 +824,12 @@ def _compute(problem: Problem, operator: str, pt: _Point, budget: float) -> Refe
     if op.order == 2:
         return _second_order(problem, pt, operator, budget)
     return _first_order(problem, pt, operator, budget)
+
+
+def _require_scalar(problem: Problem, operator: str, shape: tuple[int, ...]) -> None:
+    if shape != ():
+        raise ReferenceError(f"problem {problem.name!r}: operator {operator!r} needs a scalar-valued function, f(x) "
+                             f"has shape {shape}")
 
 
 def _verify_finite(problem: Problem, label: str, operator: str, ref: Reference) -> None:
