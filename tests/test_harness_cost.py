@@ -7,7 +7,7 @@ import pytest
 
 from adcompare.analysis.harness_cost import harness_cost
 from adcompare.model.cell import Cell
-from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.measurement import CELL_TIMEOUT, UNFINISHED_CALL, Measurement, Timing
 from adcompare.model.status import Status
 
 
@@ -106,3 +106,17 @@ def test_a_sizes_inputs_built_once_by_a_worker_are_shared_by_its_cells_at_that_s
     alone = sum(harness_cost([m]).own for m in (built, reused, later, elsewhere, bigger))
     assert cost.own == pytest.approx(alone) and cost.wall == pytest.approx(5 * 4.0)
     assert all(sum(c.stages.values()) == pytest.approx(c.own) for c in cost.cells)
+
+
+def test_the_call_a_cell_timeout_stopped_is_the_frameworks():
+    """A slow cell its timeout stopped keeps its finished calls; the call it was stopped in ran the framework, not
+    the harness (details[UNFINISHED_CALL]). An older record without it: the rest its stages do not name is that
+    call's, wholly (an LSTM cell of 60 s showed 22 s of harness "other", the 22 s its third call had run)."""
+    stopped = replace(Timing((5.0,), 1, 5.0, call_seconds=5.0), stopped=CELL_TIMEOUT)
+    split = {"inputs": 0.1, "reference": 0.2, "check": 0.1}
+    fresh = Measurement(_cell("n10").cell, Status.OK, timing=stopped, machine="m", details={
+        "wall_seconds": 20.0, "prepare_seconds": 0.5, "overhead_seconds": split, UNFINISHED_CALL: 9.0})
+    older = replace(fresh, details={k: v for k, v in fresh.details.items() if k != UNFINISHED_CALL})
+    (new,), (old,) = harness_cost([fresh]).cells, harness_cost([older]).cells
+    assert new.own == pytest.approx(20.0 - (0.5 + 5.0 + 5.0 + 9.0)) and new.stages["other"] == pytest.approx(0.1)
+    assert old.own == pytest.approx(0.4) and old.stages["other"] == 0.0 and not old.over_goal

@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from adcompare.model.cell import Cell
+from adcompare.model.measurement import CELL_TIMEOUT, UNFINISHED_CALL
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.run import runner
@@ -228,6 +229,24 @@ def test_a_compiled_first_call_is_no_sample_and_the_cell_stays_a_timeout():
         if not sample:
             assert out.timing is None and out.details["first_call_seconds"] == 1.0
             assert out.details["lower_bound_seconds"] == pytest.approx(2.9)
+        else:  # the next call ran from the CHECKED report to the stop: the framework's, for the harness's cost
+            assert out.details[UNFINISHED_CALL] == pytest.approx(2.9)
+
+
+def test_the_call_a_timeout_stopped_is_kept_as_the_frameworks_seconds():
+    """A cell its timeout stopped after two timed calls keeps them, and how long the third had run when the worker
+    was stopped: from the last call's report to the stop (1.5 s here), never the harness's own cost."""
+    from adcompare.model.measurement import Measurement
+    from adcompare.run.protocol import Progress
+    from adcompare.run.worker_handle import kept
+
+    m = Measurement(_cell("slow_calls", "n5", adapter="torch"), Status.OK)
+    progress = [(0.0, Progress(Progress.STARTED)), (1.0, Progress(Progress.CALLED, 1.0)),
+                (1.1, Progress(Progress.CHECKED, 1.0, measurement=m)), (2.0, Progress(Progress.CALL, 0.9, 0.9)),
+                (2.5, Progress(Progress.CALL, 0.5, 0.5))]
+    out = kept(m.cell, progress, 4.0, 4.0)
+    assert out.status is Status.OK and out.timing.samples == (0.9, 0.5) and out.timing.stopped == CELL_TIMEOUT
+    assert out.details[UNFINISHED_CALL] == pytest.approx(1.5)
 
 
 def test_a_cells_own_timeout_is_its_deadline_and_the_others_keep_the_runs(fault_registry):

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from adcompare.model.measurement import Measurement
+from adcompare.model.measurement import CELL_TIMEOUT, UNFINISHED_CALL, Measurement
 from adcompare.model.status import NOT_RUN
 from adcompare.verify.reference import SHARED_REFERENCE
 
@@ -67,7 +67,8 @@ class HarnessCost:
 
 
 def _framework_seconds(m: Measurement) -> float:
-    seconds = sum(float(m.details.get(key, 0.0) or 0.0) for key in ("prepare_seconds", "release_seconds"))
+    keys = ("prepare_seconds", "release_seconds", UNFINISHED_CALL)  # the call a timeout stopped ran the framework
+    seconds = sum(float(m.details.get(key, 0.0) or 0.0) for key in keys)
     if m.timing is not None:
         return seconds + m.timing.first_call + m.timing.call_seconds
     return seconds + float(m.details.get("first_call_seconds", 0.0) or 0.0)
@@ -120,6 +121,8 @@ def harness_cost(measurements: Sequence[Measurement]) -> HarnessCost:
         moved = sum(shares[stage] - split.get(stage, 0.0) for stage in shares)
         wall = float(m.details["wall_seconds"])
         own = max(0.0, wall - _framework_seconds(m))
+        if m.timing is not None and m.timing.stopped == CELL_TIMEOUT and UNFINISHED_CALL not in m.details:
+            own = min(own, sum(split.values()))  # recorded before UNFINISHED_CALL: the rest is that call's, wholly
         stages = {"worker_start": share, **{k: split.get(k, 0.0) for k in STAGES[1:-1]}, **shares,
                   "other": max(0.0, own - sum(split.values()))}
         out.append(CellCost(m, wall + share + moved, own + share + moved, stages))

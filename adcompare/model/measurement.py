@@ -23,6 +23,10 @@ BUILTIN_COMPILES = {
 }
 AHEAD_OF_TIME = "ahead of time"  # how a compile_method that was paid in prepare, outside the first call, begins
 FEW_SAMPLES = 3  # below this many samples a timing has a median but no interval (analysis/bootstrap.MIN_SAMPLES)
+# details: how long the call a cell's timeout stopped had run (a timing with `stopped` "cell timeout"): the framework's
+# seconds, not the harness's (analysis/harness_cost.py). Records before it leave the key out.
+UNFINISHED_CALL = "unfinished_call_seconds"
+CELL_TIMEOUT = "cell timeout"  # Timing.stopped of the calls kept from a worker its cell's timeout stopped
 
 
 def declared_compiles(cell: Cell) -> str:

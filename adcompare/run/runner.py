@@ -25,7 +25,7 @@ from pathlib import Path
 
 from adcompare.model import units
 from adcompare.model.cell import CURRENT, Cell
-from adcompare.model.measurement import Measurement
+from adcompare.model.measurement import CELL_TIMEOUT, Measurement
 from adcompare.model.observer import RunObserver
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
@@ -33,7 +33,6 @@ from adcompare.plugin.registry import Registry
 from adcompare.run.lockstep import run_in_lockstep
 from adcompare.run.rounds import merge_rounds, timed
 from adcompare.run.timing import FIRST_CALL_ONLY
-from adcompare.run.worker_handle import STOPPED as CELL_TIMEOUT
 from adcompare.run.worker_handle import WorkerProcess, start_together
 from adcompare.study.budget import COST_ROUNDS, cost_rounds, left_out
 from adcompare.study.estimate import Estimate, LiveEstimate

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from adcompare.model.cell import Cell
-from adcompare.model.measurement import Measurement, Timing
+from adcompare.model.measurement import CELL_TIMEOUT, UNFINISHED_CALL, Measurement, Timing
 from adcompare.model.status import Status
 from adcompare.model.timing_policy import TimingPolicy
 from adcompare.run.protocol import (
@@ -333,8 +333,6 @@ def start_together(workers: Sequence[WorkerProcess], poll: float = 0.02) -> None
             worker._start_failure = exc
 
 
-STOPPED = "cell timeout"  # Timing.stopped of the calls kept from a worker its cell's timeout stopped
-
 
 def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now: float) -> Measurement:
     """What a cell stopped by its timeout keeps: its finished timed calls as a measurement with few samples (none
@@ -351,7 +349,7 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
             in_calls = sum(p.seconds or 0.0 for p in calls)
             timing = Timing(samples=tuple(p.seconds or 0.0 for p in calls) or (checked.seconds,), number=1,
                             first_call=checked.seconds, warmup_calls=0, total_seconds=in_calls,
-                            call_seconds=in_calls, cpu_samples=tuple(p.cpu or 0.0 for p in calls), stopped=STOPPED)
+                            call_seconds=in_calls, cpu_samples=tuple(p.cpu or 0.0 for p in calls), stopped=CELL_TIMEOUT)
             compile_seconds, method = checked.compile_seconds, checked.compile_method
             if compile_seconds is None and m.compiled:  # never with the first call alone: it compiled nothing
                 compile_seconds, method = max(0.0, checked.seconds - timing.median), FIRST_CALL_MINUS_STEADY
@@ -359,7 +357,10 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
                              compile_method=method if compile_seconds is not None else "")
             note = (f"{len(calls)} timed call{'s' if len(calls) != 1 else ''} before {limit} stopped the worker"
                     if calls else f"its checked first call is its one sample: the next call ran past {limit}")
-            return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])))
+            # the call the timeout stopped: the framework's seconds, not the harness's (analysis/harness_cost.py)
+            unfinished = round(now - progress[-1][0], 4)
+            return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])),
+                           details={**m.details, UNFINISHED_CALL: unfinished})
         last = progress[-1][0]
         return replace(m, status=Status.TIMEOUT, timing=None,
                        message=f"no timed call finished within {limit} (first call {checked.seconds:.3g} s, "
