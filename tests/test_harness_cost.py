@@ -120,3 +120,15 @@ def test_the_call_a_cell_timeout_stopped_is_the_frameworks():
     (new,), (old,) = harness_cost([fresh]).cells, harness_cost([older]).cells
     assert new.own == pytest.approx(20.0 - (0.5 + 5.0 + 5.0 + 9.0)) and new.stages["other"] == pytest.approx(0.1)
     assert old.own == pytest.approx(0.4) and old.stages["other"] == 0.0 and not old.over_goal
+
+
+def test_the_call_a_timeout_stopped_after_the_checked_first_call_is_the_frameworks():
+    """A compiled cell stopped before any timed call finished is a `timeout` that keeps its stages: the call it
+    was stopped in (lower_bound_seconds) ran the framework, like UNFINISHED_CALL after timed calls."""
+    cell = _cell("n10").cell
+    split = {"inputs": 0.1, "reference": 0.2, "check": 0.1}
+    stopped = Measurement(cell, Status.TIMEOUT, "no timed call finished", machine="m", details={
+        "wall_seconds": 60.0, "prepare_seconds": 0.5, "first_call_seconds": 1.0, "overhead_seconds": split,
+        "lower_bound_seconds": 58.1})
+    (c,) = harness_cost([stopped]).cells
+    assert c.own == pytest.approx(60.0 - (0.5 + 1.0 + 58.1)) and c.stages["other"] == 0.0 and not c.over_goal

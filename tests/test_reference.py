@@ -313,6 +313,25 @@ def test_a_complex_step_farther_from_the_central_difference_than_its_bar_is_judg
     assert confirmed is not None and scaled_error(confirmed.jv, 600 * np.exp(600 * x) @ v) <= 1e-14
 
 
+def test_a_complex_step_that_overflows_to_nan_is_refused():
+    """A complex evaluation can overflow where the real one does not (1/(1+exp(-x)) at x = -800: inf + inf·j, then
+    NaN): a NaN gap refuses the complex step, and central differences give the reference."""
+    @problem(sizes=[3], wrt="x", complex_step_safe=True)
+    def sigmoid_sum(x, /, *, xp):
+        return xp.sum(1.0 / (1.0 + xp.exp(-x)))
+
+    @sigmoid_sum.inputs
+    def _(rng, n):
+        return {"x": np.array([0.3, -800.0, 1.2])[:n]}
+
+    p = sigmoid_sum.build()
+    inputs = cell_inputs(p, p.sizes[0], "grad", "float64")
+    r = reference(p, p.sizes[0], "grad", inputs)
+    assert "complex step disagreed with them by nan" in r.method
+    s = 1 / (1 + np.exp(-inputs.wrt))
+    assert scaled_error(r.value, s * (1 - s)) <= r.error_bound
+
+
 # ----------------------------------------------------------------------------------------------- second order
 
 

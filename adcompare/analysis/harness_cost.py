@@ -67,7 +67,9 @@ class HarnessCost:
 
 
 def _framework_seconds(m: Measurement) -> float:
-    keys = ("prepare_seconds", "release_seconds", UNFINISHED_CALL)  # the call a timeout stopped ran the framework
+    # the call a timeout stopped ran the framework: after timed calls (UNFINISHED_CALL), or after the checked first
+    # call of a cell that keeps none (lower_bound_seconds, on its `timeout` record)
+    keys = ("prepare_seconds", "release_seconds", UNFINISHED_CALL, "lower_bound_seconds")
     seconds = sum(float(m.details.get(key, 0.0) or 0.0) for key in keys)
     if m.timing is not None:
         return seconds + m.timing.first_call + m.timing.call_seconds

@@ -190,7 +190,8 @@ def _complex_step_check(f: Function, x: np.ndarray, v: np.ndarray) -> tuple[str 
     central_differ = Differ(False)
     cd, _ = central_differ.along(f, x, v, estimate=False)
     gap = scaled_error(cs, cd)
-    if gap > CONFIRMED_GAP and gap > 10 * central_differ.richardson(f, x, v, cd):
+    # written as "not ≤" so that a NaN gap (a complex evaluation that overflows where the real one does not) refuses
+    if not gap <= CONFIRMED_GAP and not gap <= 10 * central_differ.richardson(f, x, v, cd):
         return f"complex step disagreed with them by {gap:.1e}", None
     return None, Confirmed(np.asarray(cs), seconds)
 
