@@ -333,7 +333,6 @@ def start_together(workers: Sequence[WorkerProcess], poll: float = 0.02) -> None
             worker._start_failure = exc
 
 
-
 def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now: float) -> Measurement:
     """What a cell stopped by its timeout keeps: its finished timed calls as a measurement with few samples (none
     finished: its checked first call as the one sample, where that call compiled nothing), or a `timeout` naming
@@ -343,6 +342,7 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
     limit = f"the {timeout:g} s cell timeout"
     if Progress.CHECKED in stages:
         when, checked = stages[Progress.CHECKED]
+        running = round(now - progress[-1][0], 4)  # the call the timeout stopped: the framework's seconds
         m = checked.measurement
         assert m is not None and checked.seconds is not None, "a CHECKED report carries the cell and its first call"
         if calls or first_call_is_a_sample(m.compiled, checked.compile_method):
@@ -357,16 +357,12 @@ def kept(cell: Cell, progress: list[tuple[float, Progress]], timeout: float, now
                              compile_method=method if compile_seconds is not None else "")
             note = (f"{len(calls)} timed call{'s' if len(calls) != 1 else ''} before {limit} stopped the worker"
                     if calls else f"its checked first call is its one sample: the next call ran past {limit}")
-            # the call the timeout stopped: the framework's seconds, not the harness's (analysis/harness_cost.py)
-            unfinished = round(now - progress[-1][0], 4)
             return replace(m, timing=timing, message="; ".join(filter(None, [m.message, note])),
-                           details={**m.details, UNFINISHED_CALL: unfinished})
-        last = progress[-1][0]
+                           details={**m.details, UNFINISHED_CALL: running})  # (analysis/harness_cost.py)
         return replace(m, status=Status.TIMEOUT, timing=None,
                        message=f"no timed call finished within {limit} (first call {checked.seconds:.3g} s, "
-                               f"checked); the call it was stopped in had run {now - last:.3g} s",
-                       details={**m.details, "first_call_seconds": checked.seconds,
-                                "lower_bound_seconds": round(now - last, 4)})
+                               f"checked); the call it was stopped in had run {running:.3g} s",
+                       details={**m.details, "first_call_seconds": checked.seconds, "lower_bound_seconds": running})
     if Progress.CALLED in stages:
         when, called = stages[Progress.CALLED]
         return Measurement(cell, Status.TIMEOUT, f"the first call took {called.seconds:.3g} s; checking it "
