@@ -1,5 +1,7 @@
 """significance.py: the rank test against SciPy, Holm's correction, and the three-way rule on samples that flip it."""
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,10 +22,26 @@ def test_separated_samples_use_the_exact_p_that_scipy_computes():
     assert rank_p(a, b) == pytest.approx(2 / math.comb(14, 7))
 
 
-def test_overlapping_samples_go_through_scipy():
+def test_overlapping_samples_give_scipys_p_by_either_method():
+    """The exact distribution (one side ≤ 8 samples, no ties) and the normal approximation with its tie and
+    continuity corrections, on overlapping, tied and lopsided samples: SciPy's own p each time."""
     rng = np.random.default_rng(1)
-    a, b = rng.normal(10, 1, 15), rng.normal(10.3, 1, 15)
-    assert rank_p(a, b) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    cases = [(rng.normal(10, 1, n1), rng.normal(10 + shift, 1, n2))
+             for n1, n2 in ((2, 2), (3, 5), (5, 7), (7, 7), (8, 8), (8, 40), (1, 9), (9, 9), (15, 15), (40, 300))
+             for shift in (0.0, 0.5, 2.0)]
+    cases += [(np.round(a, 0), np.round(b, 0)) for a, b in cases[:15]]  # ties: the normal approximation
+    cases += [([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]), ([5.0] * 4, [5.0] * 6), ([1.0, 3.0, 5.0, 7.0], [2.0, 4.0, 6.0])]
+    for a, b in cases:
+        expected = mannwhitneyu(a, b, alternative="two-sided").pvalue
+        assert rank_p(list(a), list(b)) == pytest.approx(expected, rel=1e-9, abs=1e-300), (list(a), list(b))
+
+
+def test_the_rank_test_does_not_import_scipy_stats():
+    """scipy.stats takes ~1 s to import; the report's page and every compare rank overlapping cells."""
+    code = ("import sys; from adcompare.analysis.significance import rank_p; "
+            "p = rank_p([1.0, 2.5, 3.0, 4.0], [2.0, 3.5, 5.0]); "
+            "assert 0 < p <= 1 and 'scipy.stats' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_holm_is_step_down_and_monotone():
