@@ -379,3 +379,19 @@ def test_the_workers_collection_after_a_cell_is_that_cells_cleanup():
                                                                           "cleanup": 0.2}
     bare = Measurement(cell, Status.FAILED, "adcompare: boom")
     assert with_stage(bare, "setup", 0.15) == bare
+
+
+def test_a_closed_worker_leaves_without_the_interpreters_teardown(tmp_path, monkeypatch):
+    """Its records are all sent when its stdin closes; the teardown of a framework's modules (0.1-0.5 s a worker,
+    which the run waits for) is skipped: an atexit handler a plugin registered never runs."""
+    from adcompare.run.worker_handle import WorkerProcess
+
+    marker = tmp_path / "teardown-ran"
+    plugin = tmp_path / "exit_marker.py"
+    plugin.write_text(f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).touch)\n")
+    with WorkerProcess("autograd", "float64", "cpu", 1, plugins=(str(plugin),)) as worker:
+        m = worker.run(_cell("exp_dot_loss", "n10", adapter="autograd"), timeout=60.0, policy=QUICK)
+        assert m.status is Status.OK, m.message
+        proc = worker._proc
+        worker.close()
+    assert proc.returncode == 0 and not marker.exists()
