@@ -27,6 +27,7 @@ import contextlib
 import functools
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -34,13 +35,27 @@ from typing import Any, NamedTuple
 from adcompare.model import control_flow
 from adcompare.plugin.adapter import derived_namespace
 
+# What `import tensorflow` loads that no cell uses, each behind TensorFlow's own `except ImportError`: Keras (loaded
+# eagerly for its optimizers' SavedModel registrations), and through Keras' image gallery and tf.lite's JAX converter
+# whichever matplotlib and JAX are installed. 1.5 s of a TensorFlow worker's ~4.5 s start-up here (the report starts
+# two side by side); `tf.keras` still loads on first use.
+NOT_LOADED_WITH_TENSORFLOW = ("keras", "jax", "matplotlib")
+
 
 def import_tensorflow() -> ModuleType:
-    """TensorFlow, imported quietly: both variables are needed here (either alone still prints start-up logs)."""
+    """TensorFlow, imported quietly (both variables are needed here: either alone still prints start-up logs) and
+    without the modules of NOT_LOADED_WITH_TENSORFLOW that are not imported yet: they import as usual afterwards."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    import tensorflow as tf
-
+    hidden = [name for name in NOT_LOADED_WITH_TENSORFLOW if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # None: `import name` raises ImportError
+    try:
+        import tensorflow as tf
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
     return tf
 
 
