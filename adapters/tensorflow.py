@@ -13,8 +13,8 @@ has no signature matching and no way to retrace.
 The worker pins the device in `setup` (CPU workers hide the GPUs, CUDA workers see only the first GPU, with
 memory growth on so TensorFlow does not take the whole card), before any op runs, together with the thread
 policy (`tf.config.threading`). TensorFlow is imported inside methods only, quietly (see
-`tensorflow_namespace.import_tensorflow`); importing it also imports jax when installed (~0.6 s of worker
-start-up, reported by the worker, not hidden). The operators are in tensorflow_tape.py, the data-parallel ones
+`tensorflow_namespace.import_tensorflow`), without the Keras and JAX that its own import would load and no
+cell uses (1.5 s of a worker's start-up). The operators are in tensorflow_tape.py, the data-parallel ones
 (tf.distribute.MirroredStrategy) in tensorflow_distribute.py.
 """
 from __future__ import annotations

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.abc
+import importlib.machinery
 import math
 import os
 import sys
@@ -35,11 +37,39 @@ from typing import Any, NamedTuple
 from adcompare.model import control_flow
 from adcompare.plugin.adapter import derived_namespace
 
-# What `import tensorflow` loads that no cell uses, each behind TensorFlow's own `except ImportError`: Keras (loaded
-# eagerly for its optimizers' SavedModel registrations), and through Keras' image gallery and tf.lite's JAX converter
-# whichever matplotlib and JAX are installed. 1.5 s of a TensorFlow worker's ~4.5 s start-up here (the report starts
-# two side by side); `tf.keras` still loads on first use.
-NOT_LOADED_WITH_TENSORFLOW = ("keras", "jax", "matplotlib")
+# What `import tensorflow` loads that no cell uses, each behind an `except ImportError` of TensorFlow's: Keras (loaded
+# eagerly for its optimizers' SavedModel registrations; with it, matplotlib for Keras' image gallery) and, for
+# tf.lite's JAX converter, JAX where installed. 1.5 s of a TensorFlow worker's ~4.5 s start-up here (the report starts
+# two side by side). They are found but not run: TensorFlow still reads Keras' folder from its spec for
+# `tensorflow.keras`, and `tf.keras` loads Keras on first use. tf.lite's JAX converter stays off in that process.
+NOT_LOADED_WITH_TENSORFLOW = ("keras", "jax")
+
+
+class _NotRun(importlib.abc.Loader):
+    """The loader of a module found but refused while TensorFlow imports: its import raises ImportError."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        raise ImportError(f"{module.__name__} is not loaded with tensorflow (adcompare's import_tensorflow)")
+
+
+class _FoundNotRun(importlib.abc.MetaPathFinder):
+    """Finds `names` where they are installed (so that importlib.util.find_spec still gives their folder) with a
+    loader that refuses them."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names = frozenset(names)
+
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if name not in self.names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = _NotRun()
+        return spec
 
 
 def import_tensorflow() -> ModuleType:
@@ -47,15 +77,14 @@ def import_tensorflow() -> ModuleType:
     without the modules of NOT_LOADED_WITH_TENSORFLOW that are not imported yet: they import as usual afterwards."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    hidden = [name for name in NOT_LOADED_WITH_TENSORFLOW if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # None: `import name` raises ImportError
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    refuse = _FoundNotRun([name for name in NOT_LOADED_WITH_TENSORFLOW if name not in sys.modules])
+    sys.meta_path.insert(0, refuse)
     try:
         import tensorflow as tf
     finally:
-        for name in hidden:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
+        sys.meta_path.remove(refuse)
     return tf
 
 

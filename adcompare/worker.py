@@ -180,9 +180,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def exit_now(code: int) -> None:
     """Leave without the interpreter's teardown: every record is sent and flushed, and nothing the worker holds
-    outlives it (a torch cell's gloo helpers are closed with their cell; inductor's compile workers watch their
-    parent). The teardown of a framework's modules and heap took 0.1-0.5 s per worker (JAX after the quick suite's
-    cells: 0.5 s), which the run waits for before its next worker's cells; the report starts and closes ~13."""
+    outlives it (a torch cell's gloo helpers are closed with their cell, and die with the worker in any case;
+    inductor's compile sidecar stops its pool at the end of file on its command pipe). The teardown of a
+    framework's modules and heap took 0.1-0.5 s per worker (JAX after the quick suite's cells: 0.5 s), which the
+    run waits for before its next worker's cells; the report starts and closes ~13."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
