@@ -51,3 +51,32 @@ def test_run_to_run_recounts_how_far_two_runs_medians_moved():
     moved = statistics.median(abs(math.log(ok[0][k] / ok[1][k])) for k in common)
     assert f"{len(common)} ok cells in all 2 runs" in done.stdout
     assert f"|log ratio| of medians: median {moved:.3f}," in done.stdout
+
+
+def test_report_wall_splits_the_wall_into_parts_that_add_up_to_it():
+    """benchmarks/report_wall.py's split, against a recount of hand-made records: the frameworks' seconds of the
+    cells measured ok, their own stages, the workers' start-ups, the cells not measured ok and what is left."""
+    from adcompare.model.cell import Cell
+    from adcompare.model.measurement import Measurement, Timing
+    from adcompare.model.status import Status
+
+    spec = importlib.util.spec_from_file_location("report_wall", BENCHMARKS / "report_wall.py")
+    report_wall = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report_wall)
+
+    def cell(size, status=Status.OK, **details):
+        c = Cell("exp_dot_loss", size, "grad", "jax", "eager", "cpu", "float64")
+        timing = Timing((0.01,) * 5, 1, 0.2, call_seconds=0.5) if status is Status.OK else None
+        return Measurement(c, status, timing=timing, machine="m", details={"wall_seconds": 3.0, **details})
+
+    ok = [cell("n10", prepare_seconds=0.3, worker_start_seconds=2.0, release_seconds=0.1,
+               overhead_seconds={"reference": 1.2, "check": 0.4}),
+          cell("n100", prepare_seconds=0.3, overhead_seconds={"reference": 0.5})]
+    split = report_wall.where_it_went([*ok, cell("n1000", Status.UNSUPPORTED, wall_seconds=0.7)], wall=20.0)
+    assert split["prepare"] == pytest.approx(0.6) and split["release"] == pytest.approx(0.1)
+    assert split["first calls"] == pytest.approx(0.4) and split["timed calls"] == pytest.approx(1.0)
+    assert split["cells' own stages"] == pytest.approx(6.0 - 0.6 - 0.4 - 1.0 - 0.1)  # the ok cells' wall less theirs
+    assert split["references"] == pytest.approx(1.7) and split["worker start-ups"] == 2.0
+    assert split["cells not measured ok"] == pytest.approx(0.7)
+    assert split["outside the cells"] == pytest.approx(20.0 - 6.7 - 2.0)
+    assert sum(v for k, v in split.items() if k != "references") == pytest.approx(20.0)
