@@ -44,19 +44,14 @@ def main() -> None:
     if not cost.cells:
         raise SystemExit("no cell record with details.overhead_seconds (written before issue 39's split)")
     share = 100 * cost.own / cost.wall
+    without_start = sum(c.over_goal_without_start for c in cost.cells)
     print(f"{len(cost.cells)} cells, wall {cost.wall:.1f} s, harness {cost.own:.1f} s ({share:.1f} %); "
-          f"{len(cost.over_goal)} over max(10 %, 1 s) of their wall, {len(_over_without_start(cost))} without their "
-          f"share of a worker's start-up (a run of a few cells gives each start to few; a corpus run to hundreds)")
+          f"{len(cost.over_goal)} over max(10 %, 1 s) of their wall, {without_start} without their share of a "
+          f"worker's start-up (a run of a few cells gives each start to few; a corpus run to hundreds)")
     print(f"{'cell':70} {'wall s':>8} {'own s':>7} {'own %':>6}  " + " ".join(f"{k[:9]:>9}" for k in STAGES))
     for c in cost.worst(args.worst):
         print(f"{c.measurement.cell.id[:70]:70} {c.wall:8.2f} {c.own:7.2f} {100 * c.own / c.wall:5.1f}%  "
               + " ".join(f"{c.stages[k]:9.3f}" for k in STAGES))
-
-
-def _over_without_start(cost):
-    """The cells over the goal once their share of a worker's start-up is taken out of their wall and harness."""
-    return [c for c in cost.cells
-            if c.own - c.stages["worker_start"] > max(0.1 * (c.wall - c.stages["worker_start"]), 1.0)]
 
 
 def _side_by_side(ours, theirs, name: str) -> None:

@@ -30,12 +30,14 @@ def where_it_went(measurements: list[Measurement], wall: float) -> dict[str, flo
     first calls, timed calls, the release of what prepare started), adcompare's (those cells' own stages by
     analysis/harness_cost.py, the workers' start-ups, what is outside every cell: closing workers, the parent's start,
     the page) and the cells not measured ok (unsupported, failed: their wall whole)."""
-    ok = [m for m in measurements if m.status is Status.OK and m.timing]
+    ok: list[Measurement] = []
+    others: list[Measurement] = []
+    for m in measurements:
+        (ok if m.status is Status.OK and m.timing else others).append(m)
 
     def total(key: str, cells: list[Measurement]) -> float:
         return sum(float(m.details.get(key, 0.0) or 0.0) for m in cells)
 
-    others = [m for m in measurements if not (m.status is Status.OK and m.timing)]
     stages: dict[str, float] = defaultdict(float)
     for cost in harness_cost(ok).cells:
         for stage, seconds in cost.stages.items():

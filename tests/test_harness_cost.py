@@ -36,6 +36,17 @@ def test_a_worker_start_is_shared_by_its_cells_and_the_rest_is_what_the_stages_d
     assert cost.worst(1)[0].measurement.cell.adapter == "jax"  # the most harness seconds first
 
 
+def test_a_cell_over_the_goal_only_through_its_share_of_a_start_up_is_over_only_with_it():
+    """20 s of wall, 0.5 s of its own harness and a 2 s worker start-up to itself: 2.5 s of 22 s is over 10 %,
+    0.5 s of 20 s is not; a cell over without the start-up is over with it too."""
+    (alone,) = harness_cost([_cell("n10", wall_seconds=20.0, worker_start_seconds=2.0, prepare_seconds=18.8,
+                                   overhead_seconds={"check": 0.5})]).cells
+    assert alone.own == pytest.approx(2.5) and alone.wall == pytest.approx(22.0)
+    assert alone.over_goal and not alone.over_goal_without_start
+    (over,) = harness_cost([_cell("n10", worker_start_seconds=2.0)]).cells  # 2 s of its 3 s are the harness's
+    assert over.over_goal and over.over_goal_without_start
+
+
 def test_records_without_the_split_are_left_out():
     old = Measurement(Cell("exp_dot_loss", "n10", "grad", "jax", "eager", "cpu", "float64"), Status.OK,
                       details={"wall_seconds": 1.0})
